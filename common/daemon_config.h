@@ -1,0 +1,43 @@
+// The daemons' configuration: embedded defaults, loading from YAML, and validation.
+//
+// Schemas are the ControllerConfig / AgentConfig messages in proto/weft/v1/config.proto;
+// their (weft.v1.rule) options say what each field accepts. Loading starts from the
+// defaults below and merges the file over them through common/yaml_proto.h, so an error
+// names file:line:column, the field, the value and what is accepted. Mains apply
+// command-line flags after loading and then call Validate*, so a flag is held to the
+// same rules as the file. Nothing here keeps state; all functions are thread-safe.
+#ifndef WEFT_COMMON_DAEMON_CONFIG_H_
+#define WEFT_COMMON_DAEMON_CONFIG_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/weft/v1/config.pb.h"
+
+namespace weft {
+
+// listen 127.0.0.1:7400, metrics 127.0.0.1:7401, 1000 ms interval, DOWN after 3
+// missed intervals, 60 samples per NIC.
+weft::v1::ControllerConfig DefaultControllerConfig();
+
+// controller 127.0.0.1:7400, metrics 127.0.0.1:7411, health 127.0.0.1:7410, 1000 ms,
+// backend "simulated" with 8 NICs at 400 Gb/s, 8 GPUs, traffic 0.6, backoff 200 ms..10 s.
+// node_name has no default (required).
+weft::v1::AgentConfig DefaultAgentConfig();
+
+// Defaults merged with the YAML file at `path`. An empty path means defaults only.
+// INVALID_ARGUMENT names file:line:column on any unknown key, wrong type or
+// out-of-range value; NOT_FOUND when the file cannot be read. Required fields are not
+// checked here (a flag may still supply them): call Validate* before use.
+absl::StatusOr<weft::v1::ControllerConfig> LoadControllerConfig(absl::string_view path);
+absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path);
+
+// Every (weft.v1.rule) of the schema, plus cross-field checks (e.g. agent
+// max_backoff_ms >= initial_backoff_ms). INVALID_ARGUMENT names the field, the value
+// and what is accepted.
+absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config);
+absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config);
+
+}  // namespace weft
+
+#endif  // WEFT_COMMON_DAEMON_CONFIG_H_
