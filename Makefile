@@ -1,0 +1,24 @@
+# The two entry points a newcomer needs:
+#   make demo   a local simulated cluster (controller + 32 agents) on the embedded defaults
+#   make test   every test
+# Each installs missing Debian packages first (tools/deps.sh), then builds with Bazel.
+
+BAZEL ?= bazel
+BINARIES = //controller:weft-controller //agent:weft-agent //cli:weftctl
+
+.PHONY: deps build demo test clean
+
+deps:
+	@tools/deps.sh
+
+build: deps
+	@$(BAZEL) build $(BINARIES)
+
+demo: build
+	@tools/demo.sh
+
+test: deps
+	@$(BAZEL) test //...
+
+clean:
+	@$(BAZEL) clean

@@ -1,0 +1,175 @@
+#include "cli/node_format.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace weft {
+namespace {
+
+using weft::v1::NodeState;
+using weft::v1::NodeStatus;
+
+std::string Fixed(double value, int digits) { return absl::StrFormat("%.*f", digits, value); }
+
+// Counts per second are shown whole; small rates keep one decimal.
+std::string Rate(double per_s) { return per_s >= 100 ? Fixed(per_s, 0) : Fixed(per_s, 1); }
+
+double SampleTxGbps(const weft::v1::NicSample& s) {
+  return s.port_counters().xmit_bytes().per_second() * 8 / 1e9;
+}
+double SampleRxGbps(const weft::v1::NicSample& s) {
+  return s.port_counters().rcv_bytes().per_second() * 8 / 1e9;
+}
+double SamplePfcPauseUsPerS(const weft::v1::NicSample& s) {
+  double sum = 0;
+  for (const auto& p : s.pfc()) {
+    sum += p.rx_pause_duration_us().per_second() + p.tx_pause_duration_us().per_second();
+  }
+  return sum;
+}
+
+std::string PortStateName(uint32_t state) {
+  const std::string& name =
+      weft::v1::PortState_Name(static_cast<weft::v1::PortState>(state));
+  return name.empty() ? absl::StrCat(state) : name.substr(std::string("PORT_STATE_").size());
+}
+
+std::string RoceV2GidIndex(const weft::v1::Nic& nic) {
+  for (const auto& gid : nic.gids()) {
+    if (gid.type() == weft::v1::GID_TYPE_ROCE_V2) return absl::StrCat(gid.index());
+  }
+  return "-";
+}
+
+std::string StateCell(const NodeStatus& node) {
+  std::string cell = NodeStateName(node.state());
+  if (node.state() == weft::v1::NODE_STATE_DRAINED && !node.reporting()) {
+    absl::StrAppend(&cell, " (down)");
+  }
+  return cell;
+}
+
+}  // namespace
+
+std::string NodeStateName(NodeState state) {
+  const std::string& name = weft::v1::NodeState_Name(state);
+  const std::string prefix = "NODE_STATE_";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+std::string FormatNodesTable(const weft::v1::ListNodesResponse& response) {
+  std::vector<const NodeStatus*> nodes;
+  for (const auto& n : response.nodes()) nodes.push_back(&n);
+  std::sort(nodes.begin(), nodes.end(), [](const NodeStatus* a, const NodeStatus* b) {
+    return std::make_pair(a->info().rack(), a->info().name()) <
+           std::make_pair(b->info().rack(), b->info().name());
+  });
+  std::vector<std::vector<std::string>> rows = {{"NODE", "RACK", "STATE", "NICS", "TX_GBPS",
+                                                 "RX_GBPS", "ECN_PKT/S", "CNP/S",
+                                                 "PFC_PAUSE_US/S", "NOTE"}};
+  for (const NodeStatus* n : nodes) {
+    const auto& r = n->rates();
+    std::string note = n->drain_reason();
+    rows.push_back({n->info().name(), n->info().rack().empty() ? "-" : n->info().rack(),
+                    StateCell(*n), absl::StrCat(n->info().nics_size()), Fixed(r.tx_gbps(), 1),
+                    Fixed(r.rx_gbps(), 1), Rate(r.ecn_marked_per_s()), Rate(r.cnp_sent_per_s()),
+                    Rate(r.pfc_pause_us_per_s()), note});
+  }
+  return FormatTable(rows);
+}
+
+std::string FormatNodeDetail(const NodeStatus& node) {
+  const auto& info = node.info();
+  std::string out;
+  absl::StrAppend(&out, "Node:      ", info.name(), "\n");
+  absl::StrAppend(&out, "Rack/Pod:  ", info.rack().empty() ? "-" : info.rack(), " / ",
+                  info.pod().empty() ? "-" : info.pod(), "\n");
+  absl::StrAppend(&out, "State:     ", StateCell(node), "\n");
+  if (!node.drain_reason().empty()) {
+    absl::StrAppend(&out, "Drained:   ", node.drain_reason(), "\n");
+  }
+  absl::StrAppend(&out, "Agent:     ", info.agent_version(), "  session epoch ",
+                  node.session_epoch(), "\n");
+  if (node.last_seen_us() > 0) {
+    absl::StrAppend(&out, "Last seen: ",
+                    absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
+                                     absl::FromUnixMicros(node.last_seen_us()),
+                                     absl::UTCTimeZone()),
+                    "\n");
+  }
+  absl::StrAppend(&out, "\nNICs\n");
+  std::vector<std::vector<std::string>> nic_rows = {
+      {"DEVICE", "PORT", "NETDEV", "PCI", "NUMA", "STATE", "SPEED_GBPS", "MTU", "ROCEV2_GID",
+       "TX_GBPS", "RX_GBPS", "ECN_PKT/S", "CNP_SENT/S", "CNP_HANDLED/S", "PFC_PAUSE_US/S",
+       "ERROR"}};
+  for (const auto& status : node.nics()) {
+    const auto& nic = status.nic();
+    const auto& s = status.latest();
+    const bool has_sample = status.has_latest() && s.error().empty();
+    auto cell = [&](double v, bool rate) {
+      return has_sample ? (rate ? Rate(v) : Fixed(v, 1)) : std::string("-");
+    };
+    nic_rows.push_back(
+        {nic.device(), absl::StrCat(nic.port()), nic.netdev(), nic.pci_address(),
+         absl::StrCat(nic.numa_node()),
+         has_sample ? PortStateName(s.port_state()) : PortStateName(nic.state()),
+         Fixed(nic.speed_mbps() / 1000.0, 0), absl::StrCat(nic.mtu()), RoceV2GidIndex(nic),
+         cell(SampleTxGbps(s), false), cell(SampleRxGbps(s), false),
+         cell(s.congestion().np_ecn_marked_roce_packets().per_second(), true),
+         cell(s.congestion().np_cnp_sent().per_second(), true),
+         cell(s.congestion().rp_cnp_handled().per_second(), true),
+         cell(SamplePfcPauseUsPerS(s), true), s.error().empty() ? "" : s.error()});
+  }
+  absl::StrAppend(&out, FormatTable(nic_rows));
+  absl::StrAppend(&out, "\nGPUs\n");
+  std::vector<std::vector<std::string>> gpu_rows = {
+      {"INDEX", "PCI", "NUMA", "MODEL", "CLOSEST_NIC"}};
+  for (const auto& gpu : info.gpus()) {
+    gpu_rows.push_back({absl::StrCat(gpu.index()), gpu.pci_address(),
+                        absl::StrCat(gpu.numa_node()), gpu.model().empty() ? "-" : gpu.model(),
+                        gpu.closest_nic().empty() ? "-" : gpu.closest_nic()});
+  }
+  if (info.gpus().empty()) {
+    absl::StrAppend(&out, "(none)\n");
+  } else {
+    absl::StrAppend(&out, FormatTable(gpu_rows));
+  }
+  return out;
+}
+
+std::string FormatJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  // Serialising a valid in-memory message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (out.empty() || out.back() != '\n') out.push_back('\n');
+  return out;
+}
+
+}  // namespace weft
