@@ -1,0 +1,57 @@
+// Reading sysfs-style files under a filesystem root, and parsing the formats the
+// kernel's InfiniBand and PCI attributes use ("4: ACTIVE", "400 Gb/sec (4X NDR)",
+// "0x030200", decimal counters). The root is "/" in production and a fixture tree in
+// tests (tests/fixtures/). Errors name the full path and the reason. Thread-safe: no
+// state beyond the root.
+#ifndef WEFT_AGENT_LINUX_SYSFS_H_
+#define WEFT_AGENT_LINUX_SYSFS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/weft/v1/node.pb.h"
+
+namespace weft {
+
+class Sysfs {
+ public:
+  explicit Sysfs(std::string root) : root_(std::move(root)) {}
+
+  // `root` joined with `path` ("sys/class/infiniband"; a leading '/' is allowed).
+  std::string Path(absl::string_view path) const;
+
+  // The file's content without the trailing newline. NOT_FOUND when it does not exist
+  // (also when a device vanished), PERMISSION_DENIED, or UNAVAILABLE with strerror.
+  absl::StatusOr<std::string> ReadString(absl::string_view path) const;
+  // A decimal (or 0x-prefixed hex) unsigned integer file. INVALID_ARGUMENT names the
+  // path and the content when it is not one.
+  absl::StatusOr<uint64_t> ReadU64(absl::string_view path) const;
+  // A signed integer file, e.g. numa_node, which reads -1 on single-node machines.
+  absl::StatusOr<int64_t> ReadI64(absl::string_view path) const;
+  // Entry names of a directory, sorted; NOT_FOUND when it does not exist.
+  absl::StatusOr<std::vector<std::string>> List(absl::string_view path) const;
+  // The final component of a symlink's target ("device" -> "0000:1a:00.0").
+  absl::StatusOr<std::string> LinkTargetName(absl::string_view path) const;
+  // The path, relative to root, with every symlink resolved (for PCI tree distance).
+  absl::StatusOr<std::string> Resolve(absl::string_view path) const;
+  bool Exists(absl::string_view path) const;
+
+ private:
+  std::string root_;
+};
+
+// "4: ACTIVE" -> PORT_STATE_ACTIVE. INVALID_ARGUMENT on anything else.
+absl::StatusOr<weft::v1::PortState> ParsePortState(absl::string_view text);
+// "400 Gb/sec (4X NDR)" -> 400000, "2.5 Gb/sec (1X SDR)" -> 2500 (Mb/s).
+absl::StatusOr<uint64_t> ParseRateMbps(absl::string_view text);
+// "RoCE v2" / "IB/RoCE v1" (gid_attrs/types/<i>).
+absl::StatusOr<weft::v1::GidType> ParseGidType(absl::string_view text);
+// Decimal, or hex with a 0x prefix, surrounding whitespace allowed.
+absl::StatusOr<uint64_t> ParseU64(absl::string_view text);
+
+}  // namespace weft
+
+#endif  // WEFT_AGENT_LINUX_SYSFS_H_
