@@ -1,0 +1,129 @@
+#include "common/daemon_config.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+#include "common/yaml_proto.h"
+#include "google/protobuf/descriptor.h"
+#include "proto/weft/v1/config.pb.h"
+#include "proto/weft/v1/options.pb.h"
+
+namespace weft {
+namespace {
+
+constexpr absl::string_view kControllerContext = "controller config";
+constexpr absl::string_view kAgentContext = "agent config";
+
+template <typename Config>
+absl::StatusOr<Config> LoadOver(Config config, absl::string_view path) {
+  if (path.empty()) return config;
+  RETURN_IF_ERROR(MergeYamlFile(path, &config));
+  return config;
+}
+
+absl::Status Invalid(absl::string_view context, absl::string_view field,
+                     absl::string_view problem, absl::string_view accepted) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      context, ": field '", field, "': ", problem, "; accepted: ", accepted));
+}
+
+// The (weft.v1.rule) max of a field, so a cross-field message cannot drift from the
+// schema.
+template <typename Message>
+int64_t MaxOf(absl::string_view field_name) {
+  const google::protobuf::FieldDescriptor* field =
+      Message::descriptor()->FindFieldByName(std::string(field_name));
+  return static_cast<int64_t>(field->options().GetExtension(weft::v1::rule).max());
+}
+
+// An agent endpoint that is switched off.
+bool Disabled(absl::string_view address) { return address.empty() || address == "off"; }
+
+}  // namespace
+
+weft::v1::ControllerConfig DefaultControllerConfig() {
+  weft::v1::ControllerConfig config;
+  config.set_listen_address("127.0.0.1:7400");
+  config.set_metrics_address("127.0.0.1:7401");
+  config.set_telemetry_interval_ms(1000);
+  config.set_down_after_intervals(3);
+  config.set_window_samples(60);
+  return config;
+}
+
+weft::v1::AgentConfig DefaultAgentConfig() {
+  weft::v1::AgentConfig config;
+  config.set_controller_address("127.0.0.1:7400");
+  config.set_metrics_address("127.0.0.1:7411");
+  config.set_health_address("127.0.0.1:7410");
+  config.set_interval_ms(1000);
+  config.set_backend("simulated");
+  weft::v1::SimulatedBackendConfig* simulated = config.mutable_simulated();
+  simulated->set_nics(8);
+  simulated->set_gpus(8);
+  simulated->set_link_speed_gbps(400);
+  simulated->set_traffic_level(0.6);
+  simulated->set_seed(0);
+  weft::v1::ReconnectConfig* reconnect = config.mutable_reconnect();
+  reconnect->set_initial_backoff_ms(200);
+  reconnect->set_max_backoff_ms(10000);
+  return config;
+}
+
+absl::StatusOr<weft::v1::ControllerConfig> LoadControllerConfig(absl::string_view path) {
+  return LoadOver(DefaultControllerConfig(), path);
+}
+
+absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path) {
+  return LoadOver(DefaultAgentConfig(), path);
+}
+
+absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) {
+  RETURN_IF_ERROR(ValidateRules(config, kControllerContext));
+  if (config.metrics_address() == config.listen_address()) {
+    return Invalid(
+        kControllerContext, "metrics_address",
+        absl::StrCat("value '", config.metrics_address(), "' is also the listen_address"),
+        "a host:port other than listen_address");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
+  RETURN_IF_ERROR(ValidateRules(config, kAgentContext));
+  if (config.backend() == "linux") {
+    return Invalid(kAgentContext, "backend",
+                   "value 'linux': the Linux NIC backend is not in this build yet",
+                   "simulated");
+  }
+  if (config.backend() != "simulated") {
+    return Invalid(kAgentContext, "backend",
+                   absl::StrCat("value '", config.backend(), "' is not a known backend"),
+                   "simulated (linux is reserved for the Linux NIC backend)");
+  }
+  const weft::v1::ReconnectConfig& reconnect = config.reconnect();
+  if (reconnect.max_backoff_ms() < reconnect.initial_backoff_ms()) {
+    return Invalid(
+        kAgentContext, "reconnect.max_backoff_ms",
+        absl::StrCat("value '", reconnect.max_backoff_ms(),
+                     "' is below reconnect.initial_backoff_ms (",
+                     reconnect.initial_backoff_ms(), ")"),
+        absl::StrCat("an integer from ", reconnect.initial_backoff_ms(), " to ",
+                     MaxOf<weft::v1::ReconnectConfig>("max_backoff_ms")));
+  }
+  if (!Disabled(config.metrics_address()) &&
+      config.metrics_address() == config.health_address()) {
+    return Invalid(
+        kAgentContext, "health_address",
+        absl::StrCat("value '", config.health_address(), "' is also the metrics_address"),
+        "a host:port other than metrics_address, or \"\" to disable");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft

@@ -1,0 +1,237 @@
+#include "common/daemon_config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/descriptor.h"
+#include "gtest/gtest.h"
+#include "proto/weft/v1/config.pb.h"
+#include "yaml-cpp/yaml.h"
+
+namespace weft {
+namespace {
+
+using ::weft::v1::AgentConfig;
+using ::weft::v1::ControllerConfig;
+
+// Runfiles-relative; the test runs in the workspace's runfiles directory.
+constexpr char kControllerExample[] = "deploy/examples/controller.yaml";
+constexpr char kAgentExample[] = "deploy/examples/agent.yaml";
+
+std::string WriteTempFile(absl::string_view name, absl::string_view contents) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+  std::ofstream(path) << contents;
+  return path;
+}
+
+AgentConfig ValidAgentConfig() {
+  AgentConfig config = DefaultAgentConfig();
+  config.set_node_name("gpu-node-01");
+  return config;
+}
+
+TEST(DaemonConfigTest, ControllerDefaults) {
+  const ControllerConfig config = DefaultControllerConfig();
+  EXPECT_EQ(config.listen_address(), "127.0.0.1:7400");
+  EXPECT_EQ(config.metrics_address(), "127.0.0.1:7401");
+  EXPECT_EQ(config.telemetry_interval_ms(), 1000u);
+  EXPECT_EQ(config.down_after_intervals(), 3u);
+  EXPECT_EQ(config.window_samples(), 60u);
+  EXPECT_TRUE(ValidateControllerConfig(config).ok());
+}
+
+TEST(DaemonConfigTest, AgentDefaultsNeedOnlyANodeName) {
+  const AgentConfig config = DefaultAgentConfig();
+  EXPECT_EQ(config.node_name(), "");
+  EXPECT_EQ(config.controller_address(), "127.0.0.1:7400");
+  EXPECT_EQ(config.metrics_address(), "127.0.0.1:7411");
+  EXPECT_EQ(config.health_address(), "127.0.0.1:7410");
+  EXPECT_EQ(config.interval_ms(), 1000u);
+  EXPECT_EQ(config.backend(), "simulated");
+  EXPECT_EQ(config.simulated().nics(), 8u);
+  EXPECT_EQ(config.simulated().gpus(), 8u);
+  EXPECT_EQ(config.simulated().link_speed_gbps(), 400u);
+  EXPECT_DOUBLE_EQ(config.simulated().traffic_level(), 0.6);
+  EXPECT_EQ(config.simulated().seed(), 0u);
+  EXPECT_EQ(config.simulated().faults_size(), 0);
+  EXPECT_EQ(config.reconnect().initial_backoff_ms(), 200u);
+  EXPECT_EQ(config.reconnect().max_backoff_ms(), 10000u);
+
+  const absl::Status status = ValidateAgentConfig(config);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      status.message(),
+      "agent config: field 'node_name': required but not set; accepted: a non-empty "
+      "string");
+  EXPECT_TRUE(ValidateAgentConfig(ValidAgentConfig()).ok());
+}
+
+TEST(DaemonConfigTest, EmptyPathMeansDefaults) {
+  absl::StatusOr<ControllerConfig> controller = LoadControllerConfig("");
+  ASSERT_TRUE(controller.ok()) << controller.status();
+  EXPECT_EQ(controller->DebugString(), DefaultControllerConfig().DebugString());
+  absl::StatusOr<AgentConfig> agent = LoadAgentConfig("");
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_EQ(agent->DebugString(), DefaultAgentConfig().DebugString());
+}
+
+TEST(DaemonConfigTest, FileOverridesDefaults) {
+  const std::string path = WriteTempFile("agent_override.yaml",
+                                         "node_name: n7\n"
+                                         "simulated:\n"
+                                         "  nics: 2\n"
+                                         "  faults: [pfc_storm]\n");
+  absl::StatusOr<AgentConfig> config = LoadAgentConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  AgentConfig expected = DefaultAgentConfig();
+  expected.set_node_name("n7");
+  expected.mutable_simulated()->set_nics(2);
+  expected.mutable_simulated()->add_faults(v1::SIM_FAULT_PFC_STORM);
+  EXPECT_EQ(config->DebugString(), expected.DebugString());
+  EXPECT_TRUE(ValidateAgentConfig(*config).ok());
+}
+
+TEST(DaemonConfigTest, LoadDoesNotRequireWhatAFlagMaySupply) {
+  const std::string path = WriteTempFile("agent_no_name.yaml", "rack: r1\n");
+  absl::StatusOr<AgentConfig> config = LoadAgentConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(ValidateAgentConfig(*config).ok());
+  config->set_node_name("from-flag");
+  EXPECT_TRUE(ValidateAgentConfig(*config).ok());
+}
+
+TEST(DaemonConfigTest, LoadErrors) {
+  const std::string bad = WriteTempFile("controller_bad.yaml",
+                                        "listen_address: 0.0.0.0:7400\n"
+                                        "window_samples: 1\n");
+  absl::StatusOr<ControllerConfig> controller = LoadControllerConfig(bad);
+  EXPECT_EQ(controller.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(controller.status().message(),
+            absl::StrCat(bad,
+                         ":2:17: field 'window_samples': value '1' is out of range; "
+                         "accepted: an integer from 2 to 3600"));
+
+  const std::string missing = absl::StrCat(bad, ".missing");
+  absl::StatusOr<AgentConfig> agent = LoadAgentConfig(missing);
+  EXPECT_EQ(agent.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(agent.status().message(), absl::StrCat("cannot read config file '", missing,
+                                                   "': No such file or directory"));
+}
+
+TEST(DaemonConfigTest, ControllerAddressesMustDiffer) {
+  ControllerConfig config = DefaultControllerConfig();
+  config.set_metrics_address("127.0.0.1:7400");
+  EXPECT_EQ(ValidateControllerConfig(config).message(),
+            "controller config: field 'metrics_address': value '127.0.0.1:7400' is also "
+            "the listen_address; accepted: a host:port other than listen_address");
+
+  config = DefaultControllerConfig();
+  config.set_window_samples(1);  // a flag is held to the schema's rules too
+  EXPECT_EQ(ValidateControllerConfig(config).message(),
+            "controller config: field 'window_samples': value '1' is out of range; "
+            "accepted: an integer from 2 to 3600");
+}
+
+TEST(DaemonConfigTest, AgentBackend) {
+  AgentConfig config = ValidAgentConfig();
+  config.set_backend("linux");
+  absl::Status status = ValidateAgentConfig(config);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      status.message(),
+      "agent config: field 'backend': value 'linux': the Linux NIC backend is not in "
+      "this build yet; accepted: simulated");
+
+  config.set_backend("Simulated");
+  EXPECT_EQ(ValidateAgentConfig(config).message(),
+            "agent config: field 'backend': value 'Simulated' is not a known backend; "
+            "accepted: simulated (linux is reserved for the Linux NIC backend)");
+
+  config.set_backend("");
+  EXPECT_EQ(ValidateAgentConfig(config).message(),
+            "agent config: field 'backend': value '' is empty; accepted: a non-empty "
+            "string");
+}
+
+TEST(DaemonConfigTest, AgentBackoffOrder) {
+  AgentConfig config = ValidAgentConfig();
+  config.mutable_reconnect()->set_initial_backoff_ms(5000);
+  config.mutable_reconnect()->set_max_backoff_ms(1000);
+  EXPECT_EQ(
+      ValidateAgentConfig(config).message(),
+      "agent config: field 'reconnect.max_backoff_ms': value '1000' is below "
+      "reconnect.initial_backoff_ms (5000); accepted: an integer from 5000 to 600000");
+  config.mutable_reconnect()->set_max_backoff_ms(5000);
+  EXPECT_TRUE(ValidateAgentConfig(config).ok());
+}
+
+TEST(DaemonConfigTest, AgentEndpointsMustDifferUnlessDisabled) {
+  AgentConfig config = ValidAgentConfig();
+  config.set_health_address(config.metrics_address());
+  EXPECT_EQ(
+      ValidateAgentConfig(config).message(),
+      "agent config: field 'health_address': value '127.0.0.1:7411' is also the "
+      "metrics_address; accepted: a host:port other than metrics_address, or \"\" to "
+      "disable");
+  config.set_metrics_address("");
+  config.set_health_address("");
+  EXPECT_TRUE(ValidateAgentConfig(config).ok());
+  config.set_metrics_address("off");
+  EXPECT_TRUE(ValidateAgentConfig(config).ok());
+}
+
+// ---------------------------------------------------------------------------
+// deploy/examples/: documented, complete, and exactly the defaults.
+
+TEST(ExampleConfigTest, ControllerExampleIsTheDefaults) {
+  absl::StatusOr<ControllerConfig> config = LoadControllerConfig(kControllerExample);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(ValidateControllerConfig(*config).ok());
+  EXPECT_EQ(config->DebugString(), DefaultControllerConfig().DebugString());
+}
+
+TEST(ExampleConfigTest, AgentExampleIsTheDefaultsPlusIdentity) {
+  absl::StatusOr<AgentConfig> config = LoadAgentConfig(kAgentExample);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(ValidateAgentConfig(*config).ok()) << ValidateAgentConfig(*config);
+  EXPECT_EQ(config->node_name(), "gpu-node-01");
+  EXPECT_EQ(config->rack(), "rack-a");
+  EXPECT_EQ(config->pod(), "pod-1");
+  AgentConfig without_identity = *config;
+  without_identity.clear_node_name();
+  without_identity.clear_rack();
+  without_identity.clear_pod();
+  EXPECT_EQ(without_identity.DebugString(), DefaultAgentConfig().DebugString());
+}
+
+// Fails when a field is added to the schema but not to the example (each key of the
+// example is already checked against the schema by loading it).
+void ExpectEveryField(const YAML::Node& node, const google::protobuf::Descriptor* type,
+                      const std::string& path) {
+  ASSERT_TRUE(node.IsMap()) << path;
+  for (int i = 0; i < type->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = type->field(i);
+    const std::string field_path =
+        path.empty() ? field->name() : absl::StrCat(path, ".", field->name());
+    const YAML::Node value = node[field->name()];
+    EXPECT_TRUE(value.IsDefined()) << "missing from the example: " << field_path;
+    if (value.IsDefined() && !field->is_repeated() &&
+        field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      ExpectEveryField(value, field->message_type(), field_path);
+    }
+  }
+}
+
+TEST(ExampleConfigTest, ExamplesShowEveryField) {
+  ExpectEveryField(YAML::LoadFile(kControllerExample), ControllerConfig::descriptor(),
+                   "");
+  ExpectEveryField(YAML::LoadFile(kAgentExample), AgentConfig::descriptor(), "");
+}
+
+}  // namespace
+}  // namespace weft
