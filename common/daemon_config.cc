@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
@@ -43,6 +44,9 @@ int64_t MaxOf(absl::string_view field_name) {
 
 // An agent endpoint that is switched off.
 bool Disabled(absl::string_view address) { return address.empty() || address == "off"; }
+
+// "host:0" asks the kernel for a free port, so two such addresses never collide.
+bool PicksFreePort(absl::string_view address) { return absl::EndsWith(address, ":0"); }
 
 }  // namespace
 
@@ -85,7 +89,8 @@ absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path) {
 
 absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) {
   RETURN_IF_ERROR(ValidateRules(config, kControllerContext));
-  if (config.metrics_address() == config.listen_address()) {
+  if (config.metrics_address() == config.listen_address() &&
+      !PicksFreePort(config.listen_address())) {
     return Invalid(
         kControllerContext, "metrics_address",
         absl::StrCat("value '", config.metrics_address(), "' is also the listen_address"),
@@ -117,7 +122,8 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
                      MaxOf<weft::v1::ReconnectConfig>("max_backoff_ms")));
   }
   if (!Disabled(config.metrics_address()) &&
-      config.metrics_address() == config.health_address()) {
+      config.metrics_address() == config.health_address() &&
+      !PicksFreePort(config.health_address())) {
     return Invalid(
         kAgentContext, "health_address",
         absl::StrCat("value '", config.health_address(), "' is also the metrics_address"),

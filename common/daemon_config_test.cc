@@ -235,3 +235,19 @@ TEST(ExampleConfigTest, ExamplesShowEveryField) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(DaemonConfigPortZeroTest, TwoFreePortAddressesDoNotCollide) {
+  weft::v1::ControllerConfig controller = DefaultControllerConfig();
+  controller.set_listen_address("127.0.0.1:0");
+  controller.set_metrics_address("127.0.0.1:0");
+  EXPECT_TRUE(ValidateControllerConfig(controller).ok());
+  controller.set_listen_address("127.0.0.1:7000");
+  controller.set_metrics_address("127.0.0.1:7000");
+  EXPECT_FALSE(ValidateControllerConfig(controller).ok());
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,44 @@
+// AdminServiceImpl: weft.v1.AdminService (admin.proto), the operator API that weftctl
+// and schedulers call — list and inspect nodes, drain and undrain them. A thin
+// callback-API adapter: every handler delegates to the Inventory and converts its
+// absl::Status (NOT_FOUND for an unknown node, FAILED_PRECONDITION for undraining a
+// node that is not drained, INVALID_ARGUMENT for a missing name) into the RPC's.
+// Handlers never block beyond the inventory's short mutex. Thread-safe.
+#ifndef WEFT_CONTROLLER_ADMIN_SERVICE_H_
+#define WEFT_CONTROLLER_ADMIN_SERVICE_H_
+
+#include "controller/inventory.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/weft/v1/admin.grpc.pb.h"
+#include "proto/weft/v1/admin.pb.h"
+
+namespace weft::controller {
+
+class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
+ public:
+  // `inventory` must outlive the service.
+  explicit AdminServiceImpl(Inventory* inventory);
+
+  AdminServiceImpl(const AdminServiceImpl&) = delete;
+  AdminServiceImpl& operator=(const AdminServiceImpl&) = delete;
+
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context,
+                                      const weft::v1::ListNodesRequest* request,
+                                      weft::v1::ListNodesResponse* response) override;
+  grpc::ServerUnaryReactor* GetNode(grpc::CallbackServerContext* context,
+                                    const weft::v1::GetNodeRequest* request,
+                                    weft::v1::GetNodeResponse* response) override;
+  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* context,
+                                      const weft::v1::DrainNodeRequest* request,
+                                      weft::v1::DrainNodeResponse* response) override;
+  grpc::ServerUnaryReactor* UndrainNode(grpc::CallbackServerContext* context,
+                                        const weft::v1::UndrainNodeRequest* request,
+                                        weft::v1::UndrainNodeResponse* response) override;
+
+ private:
+  Inventory* const inventory_;
+};
+
+}  // namespace weft::controller
+
+#endif  // WEFT_CONTROLLER_ADMIN_SERVICE_H_

@@ -1,0 +1,151 @@
+// AdminServiceImpl over a real in-process gRPC server on 127.0.0.1:0: each RPC maps
+// to the Inventory and its errors arrive with the right code and message.
+#include "controller/admin_service.h"
+
+#include <memory>
+#include <string>
+
+#include "common/fake_clock.h"
+#include "controller/controller_metrics.h"
+#include "controller/inventory.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+
+namespace weft::controller {
+namespace {
+
+weft::v1::NodeInfo MakeNode(const std::string& name, const std::string& rack) {
+  weft::v1::NodeInfo info;
+  info.set_name(name);
+  info.set_rack(rack);
+  weft::v1::Nic* nic = info.add_nics();
+  nic->set_device("mlx5_0");
+  nic->set_port(1);
+  return info;
+}
+
+class AdminServiceTest : public ::testing::Test {
+ protected:
+  AdminServiceTest()
+      : metrics_(registry_), inventory_(&clock_, InventoryOptions{}, &metrics_),
+        service_(&inventory_) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    EXPECT_NE(server_, nullptr);
+    stub_ = weft::v1::AdminService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    EXPECT_TRUE(inventory_.Register(MakeNode("n2", "r2"), 0).ok());
+    EXPECT_TRUE(inventory_.Register(MakeNode("n1", "r1"), 0).ok());
+    EXPECT_TRUE(inventory_.Register(MakeNode("n3", "r1"), 0).ok());
+  }
+
+  ~AdminServiceTest() override { server_->Shutdown(); }
+
+  FakeClock clock_;
+  prometheus::Registry registry_;
+  ControllerMetrics metrics_;
+  Inventory inventory_;
+  AdminServiceImpl service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<weft::v1::AdminService::Stub> stub_;
+};
+
+TEST_F(AdminServiceTest, ListNodesSortedAndByRack) {
+  {
+    grpc::ClientContext context;
+    weft::v1::ListNodesResponse response;
+    ASSERT_TRUE(stub_->ListNodes(&context, weft::v1::ListNodesRequest(), &response).ok());
+    ASSERT_EQ(response.nodes_size(), 3);
+    EXPECT_EQ(response.nodes(0).info().name(), "n1");
+    EXPECT_EQ(response.nodes(2).info().name(), "n3");
+    EXPECT_EQ(response.nodes(0).state(), weft::v1::NODE_STATE_HEALTHY);
+    EXPECT_EQ(response.nodes(0).session_epoch(), 1u);
+  }
+  grpc::ClientContext context;
+  weft::v1::ListNodesRequest request;
+  request.set_rack("r1");
+  weft::v1::ListNodesResponse response;
+  ASSERT_TRUE(stub_->ListNodes(&context, request, &response).ok());
+  ASSERT_EQ(response.nodes_size(), 2);
+  EXPECT_EQ(response.nodes(0).info().name(), "n1");
+  EXPECT_EQ(response.nodes(1).info().name(), "n3");
+}
+
+TEST_F(AdminServiceTest, GetNode) {
+  {
+    grpc::ClientContext context;
+    weft::v1::GetNodeRequest request;
+    request.set_name("n2");
+    weft::v1::GetNodeResponse response;
+    ASSERT_TRUE(stub_->GetNode(&context, request, &response).ok());
+    EXPECT_EQ(response.node().info().rack(), "r2");
+    EXPECT_EQ(response.node().nics_size(), 1);
+  }
+  {
+    grpc::ClientContext context;
+    weft::v1::GetNodeRequest request;
+    request.set_name("ghost");
+    weft::v1::GetNodeResponse response;
+    grpc::Status status = stub_->GetNode(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(status.error_message(), "node ghost is not registered");
+  }
+  grpc::ClientContext context;
+  weft::v1::GetNodeResponse response;
+  EXPECT_EQ(stub_->GetNode(&context, weft::v1::GetNodeRequest(), &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(AdminServiceTest, DrainAndUndrain) {
+  {
+    grpc::ClientContext context;
+    weft::v1::UndrainNodeRequest request;
+    request.set_name("n1");
+    weft::v1::UndrainNodeResponse response;
+    grpc::Status status = stub_->UndrainNode(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(status.error_message().find("n1 is not drained"), std::string::npos);
+  }
+  {
+    grpc::ClientContext context;
+    weft::v1::DrainNodeRequest request;
+    request.set_name("n1");
+    request.set_reason("swap NIC");
+    weft::v1::DrainNodeResponse response;
+    ASSERT_TRUE(stub_->DrainNode(&context, request, &response).ok());
+    EXPECT_EQ(response.node().state(), weft::v1::NODE_STATE_DRAINED);
+    EXPECT_EQ(response.node().drain_reason(), "swap NIC");
+  }
+  {
+    grpc::ClientContext context;
+    weft::v1::DrainNodeRequest request;
+    request.set_name("ghost");
+    weft::v1::DrainNodeResponse response;
+    grpc::Status status = stub_->DrainNode(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_NE(status.error_message().find("ghost"), std::string::npos);
+  }
+  {
+    grpc::ClientContext context;
+    weft::v1::UndrainNodeRequest request;
+    request.set_name("ghost");
+    weft::v1::UndrainNodeResponse response;
+    EXPECT_EQ(stub_->UndrainNode(&context, request, &response).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  EXPECT_EQ(inventory_.GetNode("n1")->state(), weft::v1::NODE_STATE_DRAINED);
+  grpc::ClientContext context;
+  weft::v1::UndrainNodeRequest request;
+  request.set_name("n1");
+  weft::v1::UndrainNodeResponse response;
+  ASSERT_TRUE(stub_->UndrainNode(&context, request, &response).ok());
+  EXPECT_EQ(response.node().state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(response.node().drain_reason(), "");
+}
+
+}  // namespace
+}  // namespace weft::controller

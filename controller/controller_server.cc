@@ -1,0 +1,106 @@
+#include "controller/controller_server.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace weft::controller {
+namespace {
+
+constexpr absl::Duration kShutdownGrace = absl::Seconds(2);
+
+// "host:port" with the port replaced; handles "[::1]:0" as well as "127.0.0.1:0".
+std::string WithPort(const std::string& address, int port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return absl::StrCat(address, ":", port);
+  return absl::StrCat(address.substr(0, colon), ":", port);
+}
+
+}  // namespace
+
+ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
+                                   std::shared_ptr<prometheus::Registry> registry)
+    : config_(std::move(config)),
+      clock_(clock),
+      registry_(std::move(registry)),
+      metrics_(*registry_),
+      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_),
+      agent_service_(&inventory_, &metrics_,
+                     AgentServiceOptions{config_.telemetry_interval_ms(),
+                                         kControllerVersion}),
+      admin_service_(&inventory_) {}
+
+ControllerServer::~ControllerServer() { Stop(); }
+
+absl::Status ControllerServer::Start() {
+  if (started_) return absl::FailedPreconditionError("ControllerServer started twice");
+  if (config_.telemetry_interval_ms() == 0 || config_.down_after_intervals() == 0 ||
+      config_.window_samples() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "controller config needs telemetry_interval_ms, down_after_intervals and "
+        "window_samples above 0 (got ",
+        config_.telemetry_interval_ms(), ", ", config_.down_after_intervals(), ", ",
+        config_.window_samples(), "); run ValidateControllerConfig first"));
+  }
+
+  ASSIGN_OR_RETURN(metrics_server_,
+                   MetricsServer::Start(config_.metrics_address(), registry_));
+
+  // Process-wide switch; must precede BuildAndStart. Serves grpc.health.v1.Health.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  // Without this a second controller on the same port would silently share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(),
+                           &grpc_port_);
+  builder.RegisterService(&agent_service_);
+  builder.RegisterService(&admin_service_);
+  grpc_server_ = builder.BuildAndStart();
+  if (grpc_server_ == nullptr || grpc_port_ == 0) {
+    grpc_server_.reset();
+    metrics_server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve gRPC on ", config_.listen_address(),
+                     " (address in use, or not a local host:port?)"));
+  }
+  listen_address_ = WithPort(config_.listen_address(), grpc_port_);
+  grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(weft::v1::AgentService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::AdminService::service_full_name(), true);
+
+  ticker_ = std::thread([this] { RunTicker(); });
+  started_ = true;
+  return absl::OkStatus();
+}
+
+void ControllerServer::RunTicker() {
+  const absl::Duration period = absl::Milliseconds(config_.telemetry_interval_ms()) / 4;
+  while (!stop_ticker_.WaitForNotificationWithTimeout(period)) {
+    inventory_.EvaluateLiveness();
+  }
+}
+
+void ControllerServer::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+  agent_service_.FinishAllStreams(absl::UnavailableError(
+      "the controller is shutting down; the agent should re-register and reconnect"));
+  grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
+  grpc_server_->Wait();
+  stop_ticker_.Notify();
+  ticker_.join();
+  metrics_server_.reset();
+  WEFT_LOG(INFO) << "controller stopped";
+}
+
+std::string ControllerServer::metrics_address() const {
+  return metrics_server_ == nullptr ? std::string() : metrics_server_->address();
+}
+
+}  // namespace weft::controller

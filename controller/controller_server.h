@@ -1,0 +1,95 @@
+// ControllerServer: one weft-controller process's worth of wiring. It owns the
+// Inventory, the AgentService and AdminService adapters, the gRPC server they are
+// served on (plus the standard grpc.health.v1 service), the /metrics endpoint, and the
+// liveness ticker, a thread that calls Inventory::EvaluateLiveness() every
+// telemetry_interval / 4 (the Clock decides what "silent too long" means, so tests
+// drive liveness with a FakeClock).
+//
+// Example (what controller/main.cc does):
+//   ControllerServer server(config, &clock, std::make_shared<prometheus::Registry>());
+//   RETURN_IF_ERROR(server.Start());
+//   ... wait for SIGTERM ...
+//   server.Stop();
+//
+// Thread-safety: Start and Stop are called from one thread; the accessors may be
+// called from any thread after Start succeeded. Stop is idempotent and also run by
+// the destructor.
+#ifndef WEFT_CONTROLLER_CONTROLLER_SERVER_H_
+#define WEFT_CONTROLLER_CONTROLLER_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "common/clock.h"
+#include "common/metrics_server.h"
+#include "controller/admin_service.h"
+#include "controller/agent_service.h"
+#include "controller/controller_metrics.h"
+#include "controller/inventory.h"
+#include "grpcpp/grpcpp.h"
+#include "prometheus/registry.h"
+#include "proto/weft/v1/config.pb.h"
+
+namespace weft::controller {
+
+// Reported to agents in RegisterResponse.controller_version.
+inline constexpr char kControllerVersion[] = "0.1.0";
+
+class ControllerServer {
+ public:
+  // `config` should have passed ValidateControllerConfig (common/daemon_config.h).
+  // `clock` must outlive the server; `registry` receives the controller's metrics and
+  // is what /metrics serves.
+  ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
+                   std::shared_ptr<prometheus::Registry> registry);
+  ~ControllerServer();
+
+  ControllerServer(const ControllerServer&) = delete;
+  ControllerServer& operator=(const ControllerServer&) = delete;
+
+  // Binds listen_address (gRPC) and metrics_address (/metrics) — port 0 picks a free
+  // port — and starts serving and the liveness ticker. UNAVAILABLE when an address
+  // cannot be bound; INVALID_ARGUMENT when the config's interval, threshold or window
+  // is zero; FAILED_PRECONDITION when called twice. On failure nothing keeps running.
+  absl::Status Start();
+
+  // Marks the health service NOT_SERVING, ends agent streams with UNAVAILABLE, shuts
+  // the gRPC server down (in-flight unary calls get up to 2 s), stops the ticker and
+  // /metrics. Returns when all of it has stopped.
+  void Stop();
+
+  // "host:port" actually bound, valid after Start succeeded.
+  const std::string& listen_address() const { return listen_address_; }
+  int grpc_port() const { return grpc_port_; }
+  std::string metrics_address() const;
+
+  Inventory& inventory() { return inventory_; }
+  AgentServiceImpl& agent_service() { return agent_service_; }
+
+ private:
+  void RunTicker();
+
+  const weft::v1::ControllerConfig config_;
+  const Clock* const clock_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  ControllerMetrics metrics_;
+  Inventory inventory_;
+  AgentServiceImpl agent_service_;
+  AdminServiceImpl admin_service_;
+
+  bool started_ = false;
+  bool stopped_ = false;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::string listen_address_;
+  int grpc_port_ = 0;
+  absl::Notification stop_ticker_;
+  std::thread ticker_;
+};
+
+}  // namespace weft::controller
+
+#endif  // WEFT_CONTROLLER_CONTROLLER_SERVER_H_

@@ -1,0 +1,110 @@
+// weft-controller: parse flags, load and validate the config, serve until SIGTERM or
+// SIGINT. Everything else lives in controller_server.h.
+#include <signal.h>
+
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/daemon_config.h"
+#include "common/logging.h"
+#include "controller/controller_server.h"
+#include "prometheus/registry.h"
+
+ABSL_FLAG(std::string, config, "", "YAML file with a weft.v1.ControllerConfig");
+ABSL_FLAG(std::optional<std::string>, listen, std::nullopt,
+          "host:port of the gRPC server (overrides listen_address)");
+ABSL_FLAG(std::optional<std::string>, metrics, std::nullopt,
+          "host:port of /metrics (overrides metrics_address)");
+ABSL_FLAG(std::optional<uint32_t>, telemetry_interval_ms, std::nullopt,
+          "telemetry interval told to agents (overrides telemetry_interval_ms)");
+ABSL_FLAG(std::optional<uint32_t>, down_after, std::nullopt,
+          "missed intervals before a node is DOWN (overrides down_after_intervals)");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+
+namespace weft::controller {
+namespace {
+
+absl::StatusOr<LogLevel> ParseLogLevel(const std::string& name) {
+  if (name == "debug") return LogLevel::kDebug;
+  if (name == "info") return LogLevel::kInfo;
+  if (name == "warning") return LogLevel::kWarning;
+  if (name == "error") return LogLevel::kError;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--log_level: '", name, "' is not a level; use debug, info, warning or error"));
+}
+
+absl::StatusOr<weft::v1::ControllerConfig> ConfigFromFlags() {
+  absl::StatusOr<weft::v1::ControllerConfig> config =
+      LoadControllerConfig(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) return config.status();
+  if (auto v = absl::GetFlag(FLAGS_listen)) config->set_listen_address(*v);
+  if (auto v = absl::GetFlag(FLAGS_metrics)) config->set_metrics_address(*v);
+  if (auto v = absl::GetFlag(FLAGS_telemetry_interval_ms)) {
+    config->set_telemetry_interval_ms(*v);
+  }
+  if (auto v = absl::GetFlag(FLAGS_down_after)) config->set_down_after_intervals(*v);
+  if (absl::Status valid = ValidateControllerConfig(*config); !valid.ok()) return valid;
+  return config;
+}
+
+int Run() {
+  absl::StatusOr<LogLevel> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!level.ok()) {
+    std::cerr << "weft-controller: " << level.status().message() << "\n";
+    return 2;
+  }
+  SetMinLogLevel(*level);
+  absl::StatusOr<weft::v1::ControllerConfig> config = ConfigFromFlags();
+  if (!config.ok()) {
+    std::cerr << "weft-controller: bad configuration: " << config.status().message()
+              << "\n";
+    return 2;
+  }
+
+  // Block the stop signals in every thread (gRPC's and prometheus' threads inherit
+  // this mask) so that only sigwait below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  RealClock clock;
+  ControllerServer server(*config, &clock, std::make_shared<prometheus::Registry>());
+  if (absl::Status started = server.Start(); !started.ok()) {
+    WEFT_LOG(ERROR) << "cannot start: " << started.message();
+    return 1;
+  }
+  WEFT_LOG(INFO) << "weft-controller " << kControllerVersion
+                 << " serving grpc=" << server.listen_address()
+                 << " metrics=" << server.metrics_address()
+                 << " telemetry_interval_ms=" << config->telemetry_interval_ms()
+                 << " down_after_intervals=" << config->down_after_intervals();
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  WEFT_LOG(INFO) << "stopping signal=" << strsignal(signal_number);
+  server.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::controller
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "weft-controller --config FILE [--listen HOST:PORT] [--metrics HOST:PORT] "
+      "[--telemetry_interval_ms N] [--down_after N] [--log_level LEVEL]");
+  absl::ParseCommandLine(argc, argv);
+  return weft::controller::Run();
+}
