@@ -1,0 +1,315 @@
+#include "agent/agent.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent/counter_math.h"
+#include "agent/stable_hash.h"
+#include "common/logging.h"
+
+namespace weft::agent {
+namespace {
+
+bool HasDeadFault(const weft::v1::AgentConfig& config) {
+  const auto& faults = config.simulated().faults();
+  return std::find(faults.begin(), faults.end(), weft::v1::SIM_FAULT_DEAD) != faults.end();
+}
+
+absl::Duration Millis(uint32_t ms, uint32_t fallback_ms) {
+  return absl::Milliseconds(ms != 0 ? ms : fallback_ms);
+}
+
+// Prefixes a status message with what the agent was doing.
+absl::Status Annotate(const absl::Status& status, absl::string_view what) {
+  return absl::Status(status.code(), absl::StrCat(what, ": ", status.message()));
+}
+
+}  // namespace
+
+Agent::Agent(weft::v1::AgentConfig config, NicBackend* backend, ControllerClient* client,
+             const Clock* clock, prometheus::Registry* registry, HealthServer* health)
+    : config_(std::move(config)),
+      backend_(backend),
+      client_(client),
+      clock_(clock),
+      health_(health),
+      interval_(Millis(config_.interval_ms(), 1000)),
+      dead_(HasDeadFault(config_)),
+      metrics_(*registry, config_.node_name()),
+      backoff_(Millis(config_.reconnect().initial_backoff_ms(), 200),
+               Millis(config_.reconnect().max_backoff_ms(), 10000),
+               StableHash(config_.node_name())) {}
+
+Agent::~Agent() { Stop(); }
+
+absl::Status Agent::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::FailedPreconditionError("agent already started");
+    started_ = true;
+  }
+  absl::StatusOr<NodeInventory> inventory = backend_->Discover();
+  if (!inventory.ok()) return Annotate(inventory.status(), "discovering NICs and GPUs");
+  inventory_ = *std::move(inventory);
+  for (const weft::v1::Nic& nic : inventory_.nics) metrics_.AddNic(nic.device(), nic.port());
+  SetRegistered(false);
+  WEFT_LOG(INFO) << "agent starting node=" << config_.node_name()
+                 << " controller=" << config_.controller_address()
+                 << " nics=" << inventory_.nics.size() << " gpus=" << inventory_.gpus.size()
+                 << " interval_ms=" << absl::ToInt64Milliseconds(interval_);
+  if (dead_) {
+    WEFT_LOG(WARNING) << "simulated fault dead: registering but never sending telemetry";
+  }
+  loop_thread_ = std::thread([this] { Run(); });
+  return absl::OkStatus();
+}
+
+void Agent::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_requested_ = true;
+  }
+  // Cancels a Register or Connect in flight and the open stream.
+  client_->Shutdown();
+  if (loop_thread_.joinable()) loop_thread_.join();
+}
+
+bool Agent::registered() const {
+  absl::MutexLock lock(&mu_);
+  return registered_;
+}
+
+uint64_t Agent::highest_epoch() const {
+  absl::MutexLock lock(&mu_);
+  return highest_epoch_;
+}
+
+bool Agent::stop_requested() const {
+  absl::MutexLock lock(&mu_);
+  return stop_requested_;
+}
+
+bool Agent::WaitUntil(absl::Time deadline, bool session_end) {
+  absl::MutexLock lock(&mu_);
+  auto woken = [this, session_end]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_requested_ || (session_end && stream_ended_);
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&woken), deadline);
+  return woken();
+}
+
+void Agent::SetRegistered(bool registered) {
+  {
+    absl::MutexLock lock(&mu_);
+    registered_ = registered;
+  }
+  metrics_.SetRegistered(registered);
+  if (health_ != nullptr) health_->SetServing(registered);
+}
+
+void Agent::Run() {
+  int attempt = 0;
+  while (!stop_requested()) {
+    ++attempt;
+    if (attempt > 1) metrics_.Reconnect();
+    bool lived_an_interval = false;
+    const absl::Status ended = RunSession(/*rediscover=*/attempt > 1, &lived_an_interval);
+    if (stop_requested()) break;
+    // A session that worked for a while starts the backoff over; one that was fenced
+    // does not: this agent never holds two sessions, so ABORTED means another agent
+    // uses this node's name, and the two must not take turns at the interval rate.
+    if (lived_an_interval && ended.code() != absl::StatusCode::kAborted) backoff_.Reset();
+    const absl::Duration delay = backoff_.Next();
+    // One line per failed attempt; the growing backoff keeps this from flooding.
+    WEFT_LOG(WARNING) << "controller session ended node=" << config_.node_name()
+                      << " attempt=" << attempt << " error=\"" << ended.ToString()
+                      << "\" retry_in_ms=" << absl::ToInt64Milliseconds(delay);
+    WaitUntil(absl::Now() + delay, /*session_end=*/false);
+  }
+  WEFT_LOG(INFO) << "agent stopped node=" << config_.node_name();
+}
+
+weft::v1::NodeInfo Agent::NodeInfo() const {
+  weft::v1::NodeInfo node;
+  node.set_name(config_.node_name());
+  node.set_rack(config_.rack());
+  node.set_pod(config_.pod());
+  node.set_agent_version(kAgentVersion);
+  for (const weft::v1::Nic& nic : inventory_.nics) *node.add_nics() = nic;
+  for (const weft::v1::Gpu& gpu : inventory_.gpus) *node.add_gpus() = gpu;
+  return node;
+}
+
+absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
+  if (rediscover) {
+    // Send the state as it is now: a port may have gone down since the last session.
+    absl::StatusOr<NodeInventory> inventory = backend_->Discover();
+    if (inventory.ok()) {
+      inventory_ = *std::move(inventory);
+    } else {
+      WEFT_LOG(WARNING) << "rediscovery failed, registering the last inventory error=\""
+                        << inventory.status().ToString() << "\"";
+    }
+  }
+
+  weft::v1::RegisterRequest request;
+  *request.mutable_node() = NodeInfo();
+  request.set_last_session_epoch(highest_epoch());
+  absl::StatusOr<weft::v1::RegisterResponse> response = client_->Register(request);
+  if (!response.ok()) return Annotate(response.status(), "register");
+  const uint64_t epoch = response->session_epoch();
+  {
+    absl::MutexLock lock(&mu_);
+    highest_epoch_ = std::max(highest_epoch_, epoch);
+  }
+  if (response->telemetry_interval_ms() != 0 &&
+      absl::Milliseconds(response->telemetry_interval_ms()) < interval_) {
+    WEFT_LOG(WARNING) << "controller expects telemetry every " << response->telemetry_interval_ms()
+                      << " ms but this agent sends every " << absl::ToInt64Milliseconds(interval_)
+                      << " ms; it may judge this node down";
+  }
+
+  weft::v1::StreamHello hello;
+  hello.set_node_name(config_.node_name());
+  hello.set_session_epoch(epoch);
+  absl::StatusOr<std::unique_ptr<ControllerStream>> connected = client_->Connect(hello);
+  if (!connected.ok()) return Annotate(connected.status(), "connect");
+  std::unique_ptr<ControllerStream> stream = *std::move(connected);
+
+  {
+    absl::MutexLock lock(&mu_);
+    stream_ended_ = false;
+  }
+  SetRegistered(true);
+  WEFT_LOG(INFO) << "registered node=" << config_.node_name() << " epoch=" << epoch
+                 << " controller_version=" << response->controller_version();
+
+  absl::Status final_status;
+  std::thread reader([this, &stream, &final_status] { ReadDownlink(stream.get(), &final_status); });
+
+  bool write_failed = false;
+  absl::Time next = absl::Now();
+  while (true) {
+    if (!dead_) {
+      weft::v1::AgentMessage message;
+      *message.mutable_telemetry() = Collect();
+      if (stream->Write(message).ok()) {
+        metrics_.BatchSent();
+      } else {
+        metrics_.SendError();
+        write_failed = true;
+        break;
+      }
+    }
+    // Fixed rate; intervals missed (a slow write) are skipped, not bunched up.
+    const absl::Time now = absl::Now();
+    next += interval_;
+    if (next < now) next += ((now - next) / interval_ + 1) * interval_;
+    if (WaitUntil(next, /*session_end=*/true)) break;
+    *lived_an_interval = true;
+  }
+
+  SetRegistered(false);
+  if (write_failed) {
+    // The call is over; give the reader a moment to collect the controller's status
+    // (e.g. ABORTED) before cancelling would turn it into CANCELLED.
+    WaitUntil(absl::Now() + absl::Milliseconds(500), /*session_end=*/true);
+  }
+  stream->Cancel();
+  reader.join();
+  stream.reset();
+
+  if (stop_requested()) return absl::OkStatus();
+  if (final_status.code() == absl::StatusCode::kAborted) {
+    return Annotate(final_status, "fenced by the controller, re-registering");
+  }
+  if (final_status.ok()) return absl::UnavailableError("controller closed the stream");
+  return Annotate(final_status, "stream");
+}
+
+void Agent::ReadDownlink(ControllerStream* stream, absl::Status* final_status) {
+  weft::v1::ControllerMessage message;
+  while (stream->Read(&message)) {
+    if (message.has_desired_state()) HandleDesiredState(message.desired_state(), stream);
+  }
+  *final_status = stream->Finish();
+  absl::MutexLock lock(&mu_);
+  stream_ended_ = true;
+}
+
+void Agent::HandleDesiredState(const weft::v1::DesiredState& state, ControllerStream* stream) {
+  WEFT_LOG(WARNING) << "desired state received node=" << config_.node_name()
+                    << " version=" << state.version() << " nonce=" << state.nonce() << ": NACK, "
+                    << kDesiredStateNotSupported;
+  weft::v1::AgentMessage reply;
+  weft::v1::DesiredStateAck* ack = reply.mutable_desired_state_ack();
+  ack->set_version(state.version());
+  ack->set_nonce(state.nonce());
+  ack->set_accepted(false);
+  weft::v1::ParameterError* error = ack->add_errors();
+  error->set_parameter("desired_state");
+  error->set_value(absl::StrCat("version ", state.version()));
+  error->set_reason(kDesiredStateNotSupported);
+  // A refused write means the stream is ending; the loop notices through Read().
+  stream->Write(reply).IgnoreError();
+}
+
+void Agent::NoteNicError(const std::string& device, const std::string& error) {
+  auto it = nic_errors_.find(device);
+  const std::string previous = it == nic_errors_.end() ? "" : it->second;
+  if (error == previous) return;  // log changes only, not every interval
+  if (error.empty()) {
+    WEFT_LOG(INFO) << "nic readable again device=" << device;
+    nic_errors_.erase(it);
+  } else {
+    WEFT_LOG(WARNING) << "cannot read nic device=" << device << " error=\"" << error << "\"";
+    nic_errors_[device] = error;
+  }
+}
+
+weft::v1::TelemetryBatch Agent::Collect() {
+  weft::v1::TelemetryBatch batch;
+  batch.set_collected_at_us(absl::ToUnixMicros(clock_->Now()));
+  absl::StatusOr<std::vector<RawNicReading>> readings = backend_->ReadCounters();
+  if (!readings.ok()) {
+    // Still one sample per NIC, each saying why it is empty.
+    const std::string error = readings.status().ToString();
+    for (const weft::v1::Nic& nic : inventory_.nics) {
+      weft::v1::NicSample* sample = batch.add_samples();
+      sample->set_device(nic.device());
+      sample->set_port(nic.port());
+      sample->set_timestamp_us(batch.collected_at_us());
+      sample->set_error(error);
+      metrics_.CollectionError(nic.device());
+      NoteNicError(nic.device(), error);
+    }
+    return batch;
+  }
+  for (RawNicReading& reading : *readings) {
+    const NicKey key(reading.device, reading.port);
+    auto previous = last_good_.find(key);
+    NicUpdate update =
+        ComputeNicUpdate(previous == last_good_.end() ? nullptr : &previous->second, reading);
+    NoteNicError(reading.device, reading.error);
+    if (!reading.error.empty()) {
+      metrics_.CollectionError(reading.device);
+    } else {
+      if (update.increase.has_value()) {
+        metrics_.AddNicIncrease(reading.device, reading.port, *update.increase);
+      } else if (previous != last_good_.end() && reading.timestamp > previous->second.timestamp) {
+        WEFT_LOG(INFO) << "counters went backwards (NIC reset or driver reload), rates "
+                          "restart device="
+                       << reading.device;
+      }
+      last_good_[key] = std::move(reading);
+    }
+    *batch.add_samples() = std::move(update.sample);
+  }
+  return batch;
+}
+
+}  // namespace weft::agent

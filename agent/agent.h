@@ -1,0 +1,131 @@
+// Agent: the main loop of weft-agent. It discovers the node through a NicBackend,
+// registers with the controller, keeps one Connect stream open and sends one
+// TelemetryBatch (every NIC of the node) per interval, with rates computed by
+// agent/counter_math.h. Desired state pushed down the stream is answered with a NACK
+// (this version cannot apply it yet).
+//
+// Session life cycle (proto/weft/v1/agent.proto):
+//   Register(NodeInfo, last_session_epoch = highest epoch granted so far, 0 at start)
+//   -> Connect, StreamHello{node, granted epoch} -> telemetry every interval_ms ...
+// Any failure (Register refused, stream broken, a write refused, the controller
+// fencing us with ABORTED) ends the session: one log line, a jittered exponential
+// backoff (common/backoff.h, seeded from the node name so agents spread out), then a
+// fresh Register with the higher epoch and the full inventory again. The backoff
+// starts over after a session that lived a full interval, unless the controller fenced
+// it: this agent never holds two sessions, so a fence means another agent uses the
+// same node name, and backing off keeps the two from taking turns every interval.
+//
+// While registered: weft_agent_registered = 1 and the gRPC health server (if any)
+// says SERVING; otherwise 0 / NOT_SERVING. The simulated `dead` fault keeps the
+// session but never sends telemetry, like a node that hung.
+//
+// Time: sample timestamps come from the injected Clock (through the backend);
+// waits between intervals and backoff sleeps are real-time, interruptible waits on a
+// Mutex, so Stop() never waits for one to run out.
+//
+// Threading: Start() and Stop() may be called from any one thread; the agent runs a
+// loop thread plus, per session, a reader thread for the downlink. Stop() returns
+// within about a second: it cancels calls in flight by shutting the ControllerClient
+// down (so a stopped agent's client cannot be reused) and joins both threads.
+#ifndef WEFT_AGENT_AGENT_H_
+#define WEFT_AGENT_AGENT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/agent_metrics.h"
+#include "agent/controller_client.h"
+#include "agent/health_server.h"
+#include "agent/nic_backend.h"
+#include "common/backoff.h"
+#include "common/clock.h"
+#include "prometheus/registry.h"
+#include "proto/weft/v1/agent.pb.h"
+#include "proto/weft/v1/config.pb.h"
+
+namespace weft::agent {
+
+inline constexpr char kAgentVersion[] = "0.1.0";
+
+// The reason every DesiredState is NACKed with, for now.
+inline constexpr char kDesiredStateNotSupported[] =
+    "applying desired state is not supported by this agent version yet";
+
+class Agent {
+ public:
+  // `config` should have passed ValidateAgentConfig. Every pointer must outlive the
+  // agent; `health` may be null (no health endpoint).
+  Agent(weft::v1::AgentConfig config, NicBackend* backend, ControllerClient* client,
+        const Clock* clock, prometheus::Registry* registry, HealthServer* health);
+  ~Agent();  // Stop()s.
+
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Discovers the node and starts the loop thread. Fails with the backend's error when
+  // the inventory cannot be read, or FAILED_PRECONDITION when called twice.
+  absl::Status Start();
+
+  // Ends the session (if any) and joins the threads. Idempotent.
+  void Stop();
+
+  // True while registered with a live stream.
+  bool registered() const;
+  // The highest session epoch the controller has granted (0 before the first).
+  uint64_t highest_epoch() const;
+
+ private:
+  using NicKey = std::pair<std::string, uint32_t>;  // device, port
+
+  void Run();
+  // One Register + Connect + stream; returns why it ended (OK only when stopping).
+  // `rediscover` reads the inventory afresh first; `lived_an_interval` says whether
+  // the stream stayed up for a full interval.
+  absl::Status RunSession(bool rediscover, bool* lived_an_interval);
+  void ReadDownlink(ControllerStream* stream, absl::Status* final_status);
+  void HandleDesiredState(const weft::v1::DesiredState& state, ControllerStream* stream);
+  weft::v1::TelemetryBatch Collect();
+  void NoteNicError(const std::string& device, const std::string& error);
+  void SetRegistered(bool registered);
+  weft::v1::NodeInfo NodeInfo() const;
+
+  // Waits until `deadline` (real time), Stop() or, when `session_end` is true, the end
+  // of the current stream. True when it returned because of Stop() or the stream end.
+  bool WaitUntil(absl::Time deadline, bool session_end) ABSL_LOCKS_EXCLUDED(mu_);
+  bool stop_requested() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  const weft::v1::AgentConfig config_;
+  NicBackend* const backend_;
+  ControllerClient* const client_;
+  const Clock* const clock_;
+  HealthServer* const health_;
+  const absl::Duration interval_;
+  const bool dead_;  // SIM_FAULT_DEAD: never send telemetry
+  AgentMetrics metrics_;
+  Backoff backoff_;  // loop thread only
+
+  // Loop thread only.
+  NodeInventory inventory_;
+  std::map<NicKey, RawNicReading> last_good_;      // the previous reading without error
+  std::map<std::string, std::string> nic_errors_;  // device -> last error logged
+
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool registered_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t highest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread loop_thread_;
+};
+
+}  // namespace weft::agent
+
+#endif  // WEFT_AGENT_AGENT_H_

@@ -1,0 +1,61 @@
+// Command-line overrides for weft-agent: the values of the flags that were set, and
+// how they land in an AgentConfig loaded from file (flags win). agent/main.cc parses
+// the flags; this library holds the logic so it can be tested without a process.
+//
+//   --node, --rack, --pod, --controller   identity and controller address
+//   --metrics HOST:PORT|off               /metrics endpoint
+//   --health HOST:PORT|off                gRPC health endpoint
+//   --interval_ms N
+//   --nics N, --gpus N, --traffic_level X simulated backend
+//   --fault NAME[,NAME...]                simulated faults (repeatable; replaces the
+//                                         file's list; "none" clears it)
+//
+// Pure functions: thread-safe.
+#ifndef WEFT_AGENT_AGENT_FLAGS_H_
+#define WEFT_AGENT_AGENT_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/weft/v1/config.pb.h"
+
+namespace weft::agent {
+
+// One field per flag; nullopt when the flag was not given.
+struct AgentFlagOverrides {
+  std::optional<std::string> node;
+  std::optional<std::string> rack;
+  std::optional<std::string> pod;
+  std::optional<std::string> controller;
+  std::optional<std::string> metrics;
+  std::optional<std::string> health;
+  std::optional<uint32_t> interval_ms;
+  std::optional<uint32_t> nics;
+  std::optional<uint32_t> gpus;
+  std::optional<double> traffic_level;
+  std::optional<std::string> faults;  // comma-separated names
+};
+
+// "pfc_storm", "link_down", "retransmits", "dead" (case-insensitive, with or without
+// the SIM_FAULT_ prefix). INVALID_ARGUMENT names the value and what is accepted.
+absl::StatusOr<weft::v1::SimFault> ParseSimFault(absl::string_view name);
+
+// Writes every set override into `config`. "off" for --health becomes "" (disabled),
+// as the config schema spells it. INVALID_ARGUMENT on an unknown fault name; range
+// checks are left to ValidateAgentConfig so flags and file share one set of rules.
+absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentConfig* config);
+
+// absl flags keep only the last occurrence of a flag. Returns `args` (argv, program
+// name first) with every occurrence of --`name` (as --name=V, --name V, -name=V or
+// -name V, before a "--" terminator) merged into one trailing --name=V1,V2,...
+std::vector<std::string> MergeRepeatedFlag(const std::vector<std::string>& args,
+                                           absl::string_view name);
+
+}  // namespace weft::agent
+
+#endif  // WEFT_AGENT_AGENT_FLAGS_H_

@@ -1,0 +1,96 @@
+#include "agent/agent_flags.h"
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace weft::agent {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(ParseSimFaultTest, AcceptsShortAndFullNames) {
+  EXPECT_EQ(ParseSimFault("pfc_storm").value(), weft::v1::SIM_FAULT_PFC_STORM);
+  EXPECT_EQ(ParseSimFault("LINK_DOWN").value(), weft::v1::SIM_FAULT_LINK_DOWN);
+  EXPECT_EQ(ParseSimFault(" retransmits ").value(), weft::v1::SIM_FAULT_RETRANSMITS);
+  EXPECT_EQ(ParseSimFault("SIM_FAULT_DEAD").value(), weft::v1::SIM_FAULT_DEAD);
+}
+
+TEST(ParseSimFaultTest, RejectsUnknownNamesSayingWhatIsAccepted) {
+  const absl::Status status = ParseSimFault("meltdown").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(status.message(), "'meltdown'")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "pfc_storm, link_down")) << status;
+  EXPECT_FALSE(ParseSimFault("none").ok());
+  EXPECT_FALSE(ParseSimFault("").ok());
+}
+
+TEST(ApplyAgentFlagsTest, SetFlagsOverrideTheFileAndUnsetOnesLeaveIt) {
+  weft::v1::AgentConfig config;
+  config.set_node_name("from-file");
+  config.set_rack("rack-file");
+  config.set_metrics_address("127.0.0.1:7411");
+  config.set_health_address("127.0.0.1:7410");
+  config.set_interval_ms(1000);
+  config.mutable_simulated()->set_nics(8);
+  config.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_DEAD);
+
+  AgentFlagOverrides flags;
+  flags.node = "gpu-17";
+  flags.controller = "10.0.0.1:7400";
+  flags.health = "off";
+  flags.interval_ms = 250;
+  flags.nics = 2;
+  flags.gpus = 4;
+  flags.traffic_level = 0.9;
+  flags.faults = "pfc_storm, retransmits";
+  ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
+
+  EXPECT_EQ(config.node_name(), "gpu-17");
+  EXPECT_EQ(config.rack(), "rack-file");
+  EXPECT_EQ(config.controller_address(), "10.0.0.1:7400");
+  EXPECT_EQ(config.metrics_address(), "127.0.0.1:7411");
+  EXPECT_EQ(config.health_address(), "");
+  EXPECT_EQ(config.interval_ms(), 250u);
+  EXPECT_EQ(config.simulated().nics(), 2u);
+  EXPECT_EQ(config.simulated().gpus(), 4u);
+  EXPECT_DOUBLE_EQ(config.simulated().traffic_level(), 0.9);
+  ASSERT_EQ(config.simulated().faults_size(), 2);
+  EXPECT_EQ(config.simulated().faults(0), weft::v1::SIM_FAULT_PFC_STORM);
+  EXPECT_EQ(config.simulated().faults(1), weft::v1::SIM_FAULT_RETRANSMITS);
+}
+
+TEST(ApplyAgentFlagsTest, FaultNoneClearsTheFilesFaults) {
+  weft::v1::AgentConfig config;
+  config.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_DEAD);
+  AgentFlagOverrides flags;
+  flags.faults = "none";
+  ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
+  EXPECT_EQ(config.simulated().faults_size(), 0);
+}
+
+TEST(ApplyAgentFlagsTest, UnknownFaultIsAnError) {
+  weft::v1::AgentConfig config;
+  AgentFlagOverrides flags;
+  flags.faults = "dead,bogus";
+  EXPECT_EQ(ApplyAgentFlags(flags, &config).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MergeRepeatedFlagTest, JoinsEveryFormIntoOne) {
+  EXPECT_THAT(
+      MergeRepeatedFlag({"weft-agent", "--fault=dead", "--node", "n1", "--fault", "pfc_storm",
+                         "-fault=link_down", "-fault", "retransmits"},
+                        "fault"),
+      ElementsAre("weft-agent", "--node", "n1", "--fault=dead,pfc_storm,link_down,retransmits"));
+}
+
+TEST(MergeRepeatedFlagTest, LeavesOtherFlagsAndArgumentsAfterTerminatorAlone) {
+  EXPECT_THAT(
+      MergeRepeatedFlag({"weft-agent", "--faulty=1", "--fault=dead", "--", "--fault=x"}, "fault"),
+      ElementsAre("weft-agent", "--faulty=1", "--fault=dead", "--", "--fault=x"));
+  EXPECT_THAT(MergeRepeatedFlag({"weft-agent", "--node=n"}, "fault"),
+              ElementsAre("weft-agent", "--node=n"));
+}
+
+}  // namespace
+}  // namespace weft::agent

@@ -1,0 +1,91 @@
+// AgentMetrics: the agent's Prometheus series, registered on an injected registry
+// (served at the agent's /metrics by common/metrics_server.h).
+//
+// Agent health:
+//   weft_agent_telemetry_batches_sent_total      TelemetryBatch messages written
+//   weft_agent_telemetry_send_errors_total       batches the stream refused
+//   weft_agent_reconnects_total                  session attempts after a failure
+//   weft_agent_registered                        1 while registered with a live stream
+//   weft_agent_collection_errors_total{device}   NIC readings that failed
+// Per NIC, labels {node, device, port}: one counter per hardware counter, named after
+// the kernel's counter (weft_nic_port_xmit_bytes_total, weft_nic_np_cnp_sent_total,
+// weft_nic_packet_seq_err_total, ... see kNicCounters in agent_metrics.cc), plus
+//   weft_nic_pfc_pause_duration_microseconds_total{direction="rx|tx", priority}
+//   weft_nic_pfc_pause_frames_total{direction="rx|tx", priority}
+// NIC counters are fed the increases counter_math computes, so they count what this
+// agent observed since it started (wrap handled, resets skipped) rather than mirror the
+// NIC's own total: Prometheus' rate() gives the same answer either way.
+//
+// Thread-safe.
+#ifndef WEFT_AGENT_AGENT_METRICS_H_
+#define WEFT_AGENT_AGENT_METRICS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/nic_backend.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/registry.h"
+
+namespace weft::agent {
+
+class AgentMetrics {
+ public:
+  // Registers every family on `registry`, which must outlive this object.
+  AgentMetrics(prometheus::Registry& registry, std::string node_name);
+
+  AgentMetrics(const AgentMetrics&) = delete;
+  AgentMetrics& operator=(const AgentMetrics&) = delete;
+
+  void BatchSent() { batches_sent_.Increment(); }
+  void SendError() { send_errors_.Increment(); }
+  void Reconnect() { reconnects_.Increment(); }
+  void SetRegistered(bool registered) { registered_.Set(registered ? 1 : 0); }
+  void CollectionError(const std::string& device);
+
+  // Creates the NIC's series at 0 (so rate() works from the first scrape).
+  void AddNic(const std::string& device, uint32_t port);
+  // Adds one interval's increases of the NIC's counters.
+  void AddNicIncrease(const std::string& device, uint32_t port, const RawNicCounters& increase);
+
+ private:
+  struct PfcSeries {
+    prometheus::Counter* rx_frames;
+    prometheus::Counter* tx_frames;
+    prometheus::Counter* rx_duration_us;
+    prometheus::Counter* tx_duration_us;
+  };
+  struct NicSeries {
+    std::vector<prometheus::Counter*> counters;  // in kNicCounters order
+    std::map<uint32_t, PfcSeries> pfc;           // by priority
+  };
+
+  NicSeries& SeriesFor(const std::string& device, uint32_t port) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  PfcSeries& PfcSeriesFor(const std::string& device, uint32_t port, uint32_t priority,
+                          NicSeries& nic) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string node_name_;
+  prometheus::Counter& batches_sent_;
+  prometheus::Counter& send_errors_;
+  prometheus::Counter& reconnects_;
+  prometheus::Gauge& registered_;
+  prometheus::Family<prometheus::Counter>& collection_errors_;
+  std::vector<prometheus::Family<prometheus::Counter>*> nic_families_;
+  prometheus::Family<prometheus::Counter>& pfc_pause_duration_;
+  prometheus::Family<prometheus::Counter>& pfc_pause_frames_;
+
+  absl::Mutex mu_;
+  std::map<std::pair<std::string, uint32_t>, NicSeries> nics_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft::agent
+
+#endif  // WEFT_AGENT_AGENT_METRICS_H_

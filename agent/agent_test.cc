@@ -1,0 +1,457 @@
+#include "agent/agent.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "agent/controller_client.h"
+#include "agent/health_server.h"
+#include "agent/metric_test_util.h"
+#include "agent/sim_backend.h"
+#include "common/clock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/health/v1/health.grpc.pb.h"
+#include "proto/weft/v1/agent.grpc.pb.h"
+
+namespace weft::agent {
+namespace {
+
+using weft::v1::AgentMessage;
+using weft::v1::ControllerMessage;
+
+constexpr absl::Duration kWait = absl::Seconds(10);  // generous: a loaded CI machine
+
+// An in-process controller: grants increasing epochs, records what agents send, and
+// can fence a stream (ABORTED) or push a desired state on request.
+class FakeController : public weft::v1::AgentService::Service {
+ public:
+  struct Batch {
+    weft::v1::TelemetryBatch batch;
+    absl::Time received;
+    int stream;  // index of the stream (hello) it arrived on
+  };
+
+  grpc::Status Register(grpc::ServerContext*, const weft::v1::RegisterRequest* request,
+                        weft::v1::RegisterResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    registers_.push_back(*request);
+    register_times_.push_back(absl::Now());
+    const uint64_t epoch = std::max(next_epoch_, request->last_session_epoch() + 1);
+    next_epoch_ = epoch + 1;
+    granted_.push_back(epoch);
+    response->set_session_epoch(epoch);
+    response->set_telemetry_interval_ms(1000);
+    response->set_controller_version("fake");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Connect(grpc::ServerContext*,
+                       grpc::ServerReaderWriter<ControllerMessage, AgentMessage>* stream) override {
+    AgentMessage message;
+    int index;
+    {
+      if (!stream->Read(&message)) return grpc::Status::OK;
+      absl::MutexLock lock(&mu_);
+      first_messages_.push_back(message);
+      index = static_cast<int>(first_messages_.size()) - 1;
+    }
+    int batches_here = 0;
+    while (true) {
+      std::vector<ControllerMessage> to_send;
+      {
+        absl::MutexLock lock(&mu_);
+        if (fence_after_batches_ > 0 && batches_here >= fence_after_batches_) {
+          if (!fence_every_session_) fence_after_batches_ = 0;
+          return grpc::Status(grpc::StatusCode::ABORTED, "fenced by a newer session");
+        }
+        to_send.swap(pending_);
+      }
+      for (const ControllerMessage& m : to_send) stream->Write(m);
+      if (!stream->Read(&message)) return grpc::Status::OK;
+      absl::MutexLock lock(&mu_);
+      if (message.has_telemetry()) {
+        batches_.push_back({message.telemetry(), absl::Now(), index});
+        ++batches_here;
+      } else if (message.has_desired_state_ack()) {
+        acks_.push_back(message.desired_state_ack());
+      } else {
+        unexpected_.push_back(message);
+      }
+    }
+  }
+
+  // Waits until `done` holds over the recorded state (or kWait passes).
+  bool WaitFor(const std::function<bool(FakeController&)>& done) {
+    absl::MutexLock lock(&mu_);
+    auto cond = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done(*this); };
+    return mu_.AwaitWithTimeout(absl::Condition(&cond), kWait);
+  }
+
+  // Fences the next stream (or, with `every_session`, each one) after `n` batches.
+  void FenceAfterBatches(int n, bool every_session = false) {
+    absl::MutexLock lock(&mu_);
+    fence_after_batches_ = n;
+    fence_every_session_ = every_session;
+  }
+  void Push(const ControllerMessage& message) {
+    absl::MutexLock lock(&mu_);
+    pending_.push_back(message);
+  }
+
+  // Read these under WaitFor's lock or after the agent stopped.
+  std::vector<weft::v1::RegisterRequest> registers_;
+  std::vector<absl::Time> register_times_;
+  std::vector<uint64_t> granted_;
+  std::vector<AgentMessage> first_messages_;
+  std::vector<Batch> batches_;
+  std::vector<weft::v1::DesiredStateAck> acks_;
+  std::vector<AgentMessage> unexpected_;
+  absl::Mutex mu_;
+
+ private:
+  uint64_t next_epoch_ = 100;
+  int fence_after_batches_ = 0;
+  bool fence_every_session_ = false;
+  std::vector<ControllerMessage> pending_;
+};
+
+// Passes readings through, except that one NIC cannot be read.
+class OneNicFailsBackend : public NicBackend {
+ public:
+  OneNicFailsBackend(NicBackend* inner, std::string failing)
+      : inner_(inner), failing_(std::move(failing)) {}
+  absl::StatusOr<NodeInventory> Discover() override { return inner_->Discover(); }
+  absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override {
+    absl::StatusOr<std::vector<RawNicReading>> readings = inner_->ReadCounters();
+    if (readings.ok()) {
+      for (RawNicReading& r : *readings) {
+        if (r.device == failing_) r.error = "hw_counters/np_cnp_sent: Permission denied";
+      }
+    }
+    return readings;
+  }
+
+ private:
+  NicBackend* inner_;
+  std::string failing_;
+};
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&controller_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    controller_address_ = absl::StrCat("127.0.0.1:", port);
+
+    config_.set_node_name("node-7");
+    config_.set_rack("rack-2");
+    config_.set_pod("pod-1");
+    config_.set_controller_address(controller_address_);
+    config_.set_interval_ms(50);
+    config_.set_backend("simulated");
+    weft::v1::SimulatedBackendConfig* sim = config_.mutable_simulated();
+    sim->set_nics(4);
+    sim->set_gpus(2);
+    sim->set_link_speed_gbps(400);
+    sim->set_traffic_level(0.5);
+    sim->set_seed(1);
+    config_.mutable_reconnect()->set_initial_backoff_ms(10);
+    config_.mutable_reconnect()->set_max_backoff_ms(100);
+  }
+
+  void TearDown() override {
+    if (agent_) agent_->Stop();
+    agent_.reset();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  // Builds the agent from config_ (call after adjusting it) and starts it.
+  // `wrap`, when given, puts a decorator between the agent and the simulated backend.
+  void StartAgent(const std::function<std::unique_ptr<NicBackend>(NicBackend*)>& wrap = nullptr) {
+    backend_ = SimBackend::Create(config_.simulated(), config_.node_name(), &clock_).value();
+    if (wrap) wrapper_ = wrap(backend_.get());
+    client_ = std::make_unique<GrpcControllerClient>(
+        GrpcControllerClientOptions{config_.controller_address(), absl::Seconds(2),
+                                    absl::Milliseconds(10), absl::Milliseconds(100)});
+    agent_ = std::make_unique<Agent>(config_, wrapper_ ? wrapper_.get() : backend_.get(),
+                                     client_.get(), &clock_, &registry_, health_.get());
+    ASSERT_TRUE(agent_->Start().ok());
+  }
+
+  // Stops the agent and returns how long that took.
+  absl::Duration TimedStop() {
+    const absl::Time start = absl::Now();
+    agent_->Stop();
+    return absl::Now() - start;
+  }
+
+  std::optional<double> Metric(absl::string_view name,
+                               const std::map<std::string, std::string>& labels = {}) {
+    return MetricValue(registry_, name, labels);
+  }
+
+  FakeController controller_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string controller_address_;
+  weft::v1::AgentConfig config_;
+  RealClock clock_;
+  prometheus::Registry registry_;
+  std::unique_ptr<HealthServer> health_;
+  std::unique_ptr<SimBackend> backend_;
+  std::unique_ptr<NicBackend> wrapper_;
+  std::unique_ptr<GrpcControllerClient> client_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, RegistersStreamsTelemetryAtTheIntervalAndStopsPromptly) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 8; }));
+  ASSERT_TRUE(agent_->registered());
+  EXPECT_EQ(Metric("weft_agent_registered"), 1.0);
+  const absl::Duration stop_took = TimedStop();
+  EXPECT_LT(stop_took, absl::Seconds(1));
+  EXPECT_FALSE(agent_->registered());
+  EXPECT_EQ(Metric("weft_agent_registered"), 0.0);
+
+  absl::MutexLock lock(&controller_.mu_);
+  // Register: identity, inventory, first epoch.
+  ASSERT_EQ(controller_.registers_.size(), 1u);
+  const weft::v1::RegisterRequest& reg = controller_.registers_[0];
+  EXPECT_EQ(reg.last_session_epoch(), 0u);
+  EXPECT_EQ(reg.node().name(), "node-7");
+  EXPECT_EQ(reg.node().rack(), "rack-2");
+  EXPECT_EQ(reg.node().pod(), "pod-1");
+  EXPECT_EQ(reg.node().agent_version(), kAgentVersion);
+  ASSERT_EQ(reg.node().nics_size(), 4);
+  EXPECT_EQ(reg.node().nics(3).device(), "mlx5_3");
+  EXPECT_EQ(reg.node().nics(0).speed_mbps(), 400000u);
+  ASSERT_EQ(reg.node().gpus_size(), 2);
+  EXPECT_EQ(reg.node().gpus(1).closest_nic(), "mlx5_2");
+
+  // The stream opens with a hello carrying the granted epoch.
+  ASSERT_EQ(controller_.first_messages_.size(), 1u);
+  ASSERT_TRUE(controller_.first_messages_[0].has_hello());
+  EXPECT_EQ(controller_.first_messages_[0].hello().node_name(), "node-7");
+  EXPECT_EQ(controller_.first_messages_[0].hello().session_epoch(), controller_.granted_[0]);
+  EXPECT_EQ(agent_->highest_epoch(), controller_.granted_[0]);
+
+  // One batch per interval with every NIC; rates from the second batch on.
+  const auto& batches = controller_.batches_;
+  ASSERT_GE(batches.size(), 8u);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const weft::v1::TelemetryBatch& b = batches[i].batch;
+    ASSERT_EQ(b.samples_size(), 4) << "batch " << i;
+    for (int n = 0; n < 4; ++n) {
+      const weft::v1::NicSample& s = b.samples(n);
+      EXPECT_EQ(s.device(), absl::StrCat("mlx5_", n));
+      EXPECT_EQ(s.port(), 1u);
+      EXPECT_TRUE(s.error().empty());
+      EXPECT_EQ(s.rates_valid(), i > 0) << "batch " << i;
+      if (i == 0) continue;
+      // 0.5 ± 0.25 of 400 Gb/s.
+      const double tx = s.port_counters().xmit_bytes().per_second();
+      EXPECT_GT(tx, 0.2 * 50e9) << "batch " << i;
+      EXPECT_LT(tx, 0.8 * 50e9) << "batch " << i;
+      EXPECT_GE(s.port_counters().xmit_bytes().total(),
+                batches[i - 1].batch.samples(n).port_counters().xmit_bytes().total());
+    }
+    if (i > 0) EXPECT_GT(b.collected_at_us(), batches[i - 1].batch.collected_at_us());
+  }
+  const absl::Duration mean_gap =
+      (batches.back().received - batches.front().received) / (batches.size() - 1);
+  EXPECT_GE(mean_gap, absl::Milliseconds(40)) << "batches faster than the interval";
+  EXPECT_LE(mean_gap, absl::Milliseconds(250)) << "batches far slower than the interval";
+
+  EXPECT_GE(Metric("weft_agent_telemetry_batches_sent_total").value_or(0), 8.0);
+  EXPECT_EQ(Metric("weft_agent_telemetry_send_errors_total"), 0.0);
+  EXPECT_EQ(Metric("weft_agent_reconnects_total"), 0.0);
+  EXPECT_GT(Metric("weft_nic_port_xmit_bytes_total",
+                   {{"node", "node-7"}, {"device", "mlx5_0"}, {"port", "1"}})
+                .value_or(0),
+            0.0);
+  EXPECT_TRUE(controller_.unexpected_.empty());
+}
+
+TEST_F(AgentTest, ReregistersWithHigherEpochAfterTheStreamIsFenced) {
+  controller_.FenceAfterBatches(3);
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) {
+    int on_second = 0;
+    for (const auto& b : c.batches_) on_second += b.stream == 1;
+    return on_second >= 3;
+  }));
+  agent_->Stop();
+
+  absl::MutexLock lock(&controller_.mu_);
+  ASSERT_EQ(controller_.registers_.size(), 2u);
+  const uint64_t first = controller_.granted_[0];
+  const uint64_t second = controller_.granted_[1];
+  EXPECT_EQ(controller_.registers_[1].last_session_epoch(), first);
+  EXPECT_GT(second, first);
+  // Full state again: the whole inventory.
+  EXPECT_EQ(controller_.registers_[1].node().nics_size(), 4);
+  EXPECT_EQ(controller_.registers_[1].node().gpus_size(), 2);
+  ASSERT_EQ(controller_.first_messages_.size(), 2u);
+  EXPECT_EQ(controller_.first_messages_[1].hello().session_epoch(), second);
+  EXPECT_EQ(agent_->highest_epoch(), second);
+  EXPECT_EQ(Metric("weft_agent_reconnects_total"), 1.0);
+  // Rates carry on across the reconnect: the NIC counters did not reset.
+  for (const auto& b : controller_.batches_) {
+    if (b.stream == 1) EXPECT_TRUE(b.batch.samples(0).rates_valid());
+  }
+}
+
+TEST_F(AgentTest, RepeatedFencingBacksOffInsteadOfFlapping) {
+  // Each session lives two intervals, then is fenced, as when two agents share a name.
+  controller_.FenceAfterBatches(2, /*every_session=*/true);
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor(
+      [](FakeController& c) { return c.registers_.size() >= 6 && c.batches_.size() >= 11; }));
+  agent_->Stop();
+  absl::MutexLock lock(&controller_.mu_);
+  // The last batch of session 5 to the Register of session 6 is the 5th backoff:
+  // 10 ms doubling, capped at 100 ms, jittered into [base/2, base] = [50, 100] ms.
+  // Had the backoff started over after each healthy-looking session, it would be 5-10 ms.
+  absl::Time last_batch_of_fifth;
+  for (const auto& b : controller_.batches_) {
+    if (b.stream == 4) last_batch_of_fifth = b.received;
+  }
+  EXPECT_GE(controller_.register_times_[5] - last_batch_of_fifth, absl::Milliseconds(40));
+  for (size_t i = 1; i < controller_.registers_.size(); ++i) {
+    EXPECT_EQ(controller_.registers_[i].last_session_epoch(), controller_.granted_[i - 1]);
+  }
+}
+
+TEST_F(AgentTest, NacksDesiredStateNamingTheReason) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ControllerMessage push;
+  push.mutable_desired_state()->set_node_name("node-7");
+  push.mutable_desired_state()->set_version(7);
+  push.mutable_desired_state()->set_nonce("n-7");
+  push.mutable_desired_state()->mutable_dcqcn()->set_rp_ai_rate(10);
+  controller_.Push(push);
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  agent_->Stop();
+
+  absl::MutexLock lock(&controller_.mu_);
+  ASSERT_EQ(controller_.acks_.size(), 1u);
+  const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
+  EXPECT_EQ(ack.version(), 7u);
+  EXPECT_EQ(ack.nonce(), "n-7");
+  EXPECT_FALSE(ack.accepted());
+  ASSERT_EQ(ack.errors_size(), 1);
+  EXPECT_EQ(ack.errors(0).reason(), kDesiredStateNotSupported);
+  // The stream survives a NACK: no re-registration.
+  EXPECT_EQ(controller_.registers_.size(), 1u);
+}
+
+TEST_F(AgentTest, DeadFaultRegistersButNeverSendsTelemetry) {
+  config_.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_DEAD);
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.first_messages_.empty(); }));
+  // Six intervals of silence; the thing under test is an absence, so real time it is.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_TRUE(agent_->registered());
+  EXPECT_LT(TimedStop(), absl::Seconds(1));
+  absl::MutexLock lock(&controller_.mu_);
+  EXPECT_TRUE(controller_.batches_.empty());
+  EXPECT_EQ(controller_.registers_.size(), 1u);
+  EXPECT_EQ(Metric("weft_agent_telemetry_batches_sent_total"), 0.0);
+}
+
+TEST_F(AgentTest, UnreadableNicIsReportedAndCountedWhileTheOthersStream) {
+  StartAgent([](NicBackend* inner) -> std::unique_ptr<NicBackend> {
+    return std::make_unique<OneNicFailsBackend>(inner, "mlx5_1");
+  });
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 3; }));
+  agent_->Stop();
+
+  absl::MutexLock lock(&controller_.mu_);
+  const weft::v1::TelemetryBatch& last = controller_.batches_.back().batch;
+  ASSERT_EQ(last.samples_size(), 4);
+  EXPECT_EQ(last.samples(1).device(), "mlx5_1");
+  EXPECT_EQ(last.samples(1).error(), "hw_counters/np_cnp_sent: Permission denied");
+  EXPECT_FALSE(last.samples(1).has_port_counters());
+  EXPECT_TRUE(last.samples(0).rates_valid());
+  EXPECT_TRUE(last.samples(2).rates_valid());
+  EXPECT_GE(Metric("weft_agent_collection_errors_total", {{"device", "mlx5_1"}}).value_or(0), 3.0);
+  EXPECT_EQ(Metric("weft_agent_collection_errors_total", {{"device", "mlx5_0"}}), 0.0);
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& address) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  grpc::health::v1::HealthCheckResponse response;
+  if (!stub->Check(&context, grpc::health::v1::HealthCheckRequest(), &response).ok()) {
+    return grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  }
+  return response.status();
+}
+
+bool WaitForHealth(const std::string& address,
+                   grpc::health::v1::HealthCheckResponse::ServingStatus want) {
+  const absl::Time deadline = absl::Now() + kWait;
+  while (absl::Now() < deadline) {
+    if (Health(address) == want) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
+}
+
+TEST_F(AgentTest, HealthIsServingOnlyWhileRegistered) {
+  health_ = HealthServer::Start("127.0.0.1:0").value();
+  const std::string address = health_->address();
+  EXPECT_EQ(Health(address), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  StartAgent();
+  ASSERT_TRUE(WaitForHealth(address, grpc::health::v1::HealthCheckResponse::SERVING));
+  // The controller goes away: the stream breaks and registering keeps failing.
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_.reset();
+  ASSERT_TRUE(WaitForHealth(address, grpc::health::v1::HealthCheckResponse::NOT_SERVING));
+  EXPECT_EQ(Metric("weft_agent_registered"), 0.0);
+  EXPECT_LT(TimedStop(), absl::Seconds(1));
+}
+
+TEST_F(AgentTest, ControllerDownRetriesWithBackoffNotAFlood) {
+  config_.set_controller_address("127.0.0.1:1");  // connection refused
+  StartAgent();
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_FALSE(agent_->registered());
+  const double reconnects = Metric("weft_agent_reconnects_total").value_or(0);
+  // 10 ms doubling to 100 ms (jittered into the upper half): a handful of tries in
+  // half a second, not thousands.
+  EXPECT_GE(reconnects, 3.0);
+  EXPECT_LE(reconnects, 40.0);
+  EXPECT_LT(TimedStop(), absl::Seconds(1));
+}
+
+TEST_F(AgentTest, StopInterruptsALongBackoff) {
+  config_.set_controller_address("127.0.0.1:1");
+  config_.mutable_reconnect()->set_initial_backoff_ms(30000);
+  config_.mutable_reconnect()->set_max_backoff_ms(60000);
+  StartAgent();
+  absl::SleepFor(absl::Milliseconds(100));  // first attempt fails; now sleeping ≥ 15 s
+  EXPECT_LT(TimedStop(), absl::Seconds(1));
+}
+
+}  // namespace
+}  // namespace weft::agent

@@ -1,0 +1,167 @@
+// weft-agent: parses flags, loads and validates the config, builds the agent and runs
+// it until SIGTERM or SIGINT. Exit status: 0 after a clean stop, 2 on a bad config or
+// flag (nothing started), 1 when something could not start.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "agent/agent.h"
+#include "agent/agent_flags.h"
+#include "agent/controller_client.h"
+#include "agent/health_server.h"
+#include "agent/sim_backend.h"
+#include "common/clock.h"
+#include "common/daemon_config.h"
+#include "common/logging.h"
+#include "common/metrics_server.h"
+#include "prometheus/registry.h"
+
+ABSL_FLAG(std::string, config, "", "YAML agent config (AgentConfig); defaults when empty");
+ABSL_FLAG(std::optional<std::string>, node, std::nullopt, "node name");
+ABSL_FLAG(std::optional<std::string>, rack, std::nullopt, "rack of this node");
+ABSL_FLAG(std::optional<std::string>, pod, std::nullopt, "pod of this node");
+ABSL_FLAG(std::optional<std::string>, controller, std::nullopt, "controller HOST:PORT");
+ABSL_FLAG(std::optional<std::string>, metrics, std::nullopt, "/metrics HOST:PORT, or off");
+ABSL_FLAG(std::optional<std::string>, health, std::nullopt, "gRPC health HOST:PORT, or off");
+ABSL_FLAG(std::optional<uint32_t>, interval_ms, std::nullopt, "telemetry interval, ms");
+ABSL_FLAG(std::optional<uint32_t>, nics, std::nullopt, "simulated NICs");
+ABSL_FLAG(std::optional<uint32_t>, gpus, std::nullopt, "simulated GPUs");
+ABSL_FLAG(std::optional<double>, traffic_level, std::nullopt,
+          "simulated mean load, share of line rate (0..1)");
+ABSL_FLAG(std::optional<std::string>, fault, std::nullopt,
+          "simulated faults: pfc_storm, link_down, retransmits, dead (comma-separated or "
+          "repeated; none clears the config's)");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+
+namespace weft::agent {
+namespace {
+
+absl::StatusOr<LogLevel> ParseLogLevel(const std::string& text) {
+  const std::string level = absl::AsciiStrToLower(text);
+  if (level == "debug") return LogLevel::kDebug;
+  if (level == "info") return LogLevel::kInfo;
+  if (level == "warning" || level == "warn") return LogLevel::kWarning;
+  if (level == "error") return LogLevel::kError;
+  return absl::InvalidArgumentError("flag --log_level: value '" + text +
+                                    "' is not a level; accepted: debug, info, warning, error");
+}
+
+absl::StatusOr<weft::v1::AgentConfig> ConfigFromFlags() {
+  absl::StatusOr<weft::v1::AgentConfig> config = LoadAgentConfig(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) return config.status();
+  AgentFlagOverrides flags;
+  flags.node = absl::GetFlag(FLAGS_node);
+  flags.rack = absl::GetFlag(FLAGS_rack);
+  flags.pod = absl::GetFlag(FLAGS_pod);
+  flags.controller = absl::GetFlag(FLAGS_controller);
+  flags.metrics = absl::GetFlag(FLAGS_metrics);
+  flags.health = absl::GetFlag(FLAGS_health);
+  flags.interval_ms = absl::GetFlag(FLAGS_interval_ms);
+  flags.nics = absl::GetFlag(FLAGS_nics);
+  flags.gpus = absl::GetFlag(FLAGS_gpus);
+  flags.traffic_level = absl::GetFlag(FLAGS_traffic_level);
+  flags.faults = absl::GetFlag(FLAGS_fault);
+  if (absl::Status s = ApplyAgentFlags(flags, &*config); !s.ok()) return s;
+  if (absl::Status s = ValidateAgentConfig(*config); !s.ok()) return s;
+  return config;
+}
+
+bool Enabled(const std::string& address) { return !address.empty() && address != "off"; }
+
+int Main(int argc, char** argv) {
+  // SIGINT/SIGTERM are blocked in every thread (threads inherit the mask) and taken by
+  // sigwait() below, so no handler runs on a gRPC or civetweb thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::SetProgramUsageMessage("weft-agent --config FILE | --node NAME [flags]");
+  std::vector<std::string> args =
+      MergeRepeatedFlag(std::vector<std::string>(argv, argv + argc), "fault");
+  std::vector<char*> arg_ptrs;
+  for (std::string& arg : args) arg_ptrs.push_back(arg.data());
+  absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+
+  absl::StatusOr<LogLevel> log_level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  absl::StatusOr<weft::v1::AgentConfig> config = ConfigFromFlags();
+  if (!log_level.ok() || !config.ok()) {
+    std::cerr << "weft-agent: " << (log_level.ok() ? config.status() : log_level.status()).message()
+              << "\n";
+    return 2;
+  }
+  SetMinLogLevel(*log_level);
+
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<SimBackend>> backend =
+      SimBackend::Create(config->simulated(), config->node_name(), &clock);
+  if (!backend.ok()) {
+    std::cerr << "weft-agent: " << backend.status().message() << "\n";
+    return 2;
+  }
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (Enabled(config->metrics_address())) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started =
+        MetricsServer::Start(config->metrics_address(), registry);
+    if (!started.ok()) {
+      WEFT_LOG(ERROR) << "cannot start /metrics: " << started.status().ToString();
+      return 1;
+    }
+    metrics_server = *std::move(started);
+    WEFT_LOG(INFO) << "serving /metrics address=" << metrics_server->address();
+  }
+  std::unique_ptr<HealthServer> health_server;
+  if (Enabled(config->health_address())) {
+    absl::StatusOr<std::unique_ptr<HealthServer>> started =
+        HealthServer::Start(config->health_address());
+    if (!started.ok()) {
+      WEFT_LOG(ERROR) << "cannot start gRPC health: " << started.status().ToString();
+      return 1;
+    }
+    health_server = *std::move(started);
+    WEFT_LOG(INFO) << "serving grpc.health.v1 address=" << health_server->address();
+  }
+
+  GrpcControllerClientOptions client_options;
+  client_options.address = config->controller_address();
+  client_options.min_reconnect_backoff =
+      absl::Milliseconds(config->reconnect().initial_backoff_ms());
+  client_options.max_reconnect_backoff = absl::Milliseconds(config->reconnect().max_backoff_ms());
+  GrpcControllerClient client(client_options);
+
+  Agent agent(*config, backend->get(), &client, &clock, registry.get(), health_server.get());
+  if (absl::Status started = agent.Start(); !started.ok()) {
+    WEFT_LOG(ERROR) << "cannot start the agent: " << started.ToString();
+    return 1;
+  }
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  WEFT_LOG(INFO) << "stopping on signal " << signal_number;
+  agent.Stop();  // cancels the stream, joins the agent's threads
+  // civetweb's mg_stop() waits out its one-second poll before returning, which would
+  // hold the exit past a second; /metrics has nothing to flush, so the process exit
+  // closes it instead.
+  (void)metrics_server.release();
+  WEFT_LOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::agent
+
+int main(int argc, char** argv) { return weft::agent::Main(argc, argv); }

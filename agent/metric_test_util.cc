@@ -1,0 +1,30 @@
+#include "agent/metric_test_util.h"
+
+#include <vector>
+
+#include "prometheus/metric_family.h"
+
+namespace weft::agent {
+
+std::optional<double> MetricValue(const prometheus::Registry& registry, absl::string_view name,
+                                  const std::map<std::string, std::string>& labels) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      std::map<std::string, std::string> have;
+      for (const auto& label : metric.label) have[label.name] = label.value;
+      if (have != labels) continue;
+      switch (family.type) {
+        case prometheus::MetricType::Counter:
+          return metric.counter.value;
+        case prometheus::MetricType::Gauge:
+          return metric.gauge.value;
+        default:
+          return metric.untyped.value;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace weft::agent

@@ -1,0 +1,110 @@
+// NicBackend: where the agent's view of the node's hardware comes from. One
+// implementation per world: the simulated backend (agent/sim_backend.h) and, later,
+// the Linux backend over sysfs / ethtool / debugfs. The agent loop is the only caller;
+// it discovers the inventory once per registration and reads counters once per
+// telemetry interval, then hands two consecutive readings to agent/counter_math.h.
+//
+// A backend reports raw cumulative values only: no rates, no deltas, no wrap or reset
+// handling (that is counter_math's job, in one place). Values are in the units the
+// proto names (bytes, frames, µs): a sysfs backend multiplies port_xmit_data /
+// port_rcv_data (4-octet units) by 4 while reading them.
+//
+// Thread-compatibility: implementations are thread-compatible, not thread-safe; the
+// caller serializes calls (the agent calls from its single loop thread).
+#ifndef WEFT_AGENT_NIC_BACKEND_H_
+#define WEFT_AGENT_NIC_BACKEND_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/weft/v1/node.pb.h"
+
+namespace weft::agent {
+
+// ethtool -S per-priority PFC counters of one priority (present only while PFC is
+// enabled on it). 64-bit.
+struct RawPfcCounters {
+  uint32_t priority = 0;              // 0..7
+  uint64_t rx_pause = 0;              // rx_prio{p}_pause: pause frames received
+  uint64_t tx_pause = 0;              // tx_prio{p}_pause: pause frames sent
+  uint64_t rx_pause_duration_us = 0;  // rx_prio{p}_pause_duration: time we were paused
+  uint64_t tx_pause_duration_us = 0;  // tx_prio{p}_pause_duration: time we paused the peer
+};
+
+// Cumulative counters of one RDMA port. Their widths matter to agent/counter_math.h,
+// which knows the Q-counters below are 32-bit and wrap.
+struct RawNicCounters {
+  // ports/<p>/counters/ (64-bit extended counters; the error counters saturate).
+  uint64_t port_xmit_bytes = 0;  // port_xmit_data × 4
+  uint64_t port_rcv_bytes = 0;   // port_rcv_data × 4
+  uint64_t port_xmit_packets = 0;
+  uint64_t port_rcv_packets = 0;
+  uint64_t port_xmit_discards = 0;
+  uint64_t port_rcv_errors = 0;
+  uint64_t link_downed = 0;
+  uint64_t symbol_error = 0;
+  uint64_t link_error_recovery = 0;
+
+  // hw_counters/ congestion group (64-bit, per physical function).
+  uint64_t np_ecn_marked_roce_packets = 0;
+  uint64_t np_cnp_sent = 0;
+  uint64_t rp_cnp_handled = 0;
+  uint64_t rp_cnp_ignored = 0;
+
+  // hw_counters/ out-of-sequence and retransmission groups: mlx5 Q-counters, 32-bit,
+  // they wrap.
+  uint64_t out_of_sequence = 0;
+  uint64_t packet_seq_err = 0;
+  uint64_t local_ack_timeout_err = 0;
+  uint64_t rnr_nak_retry_err = 0;
+  uint64_t implied_nak_seq_err = 0;
+  uint64_t duplicate_request = 0;
+  uint64_t out_of_buffer = 0;
+
+  // One entry per priority with PFC enabled, in ascending priority order.
+  std::vector<RawPfcCounters> pfc;
+};
+
+// One reading of one RDMA port.
+struct RawNicReading {
+  std::string device;  // "mlx5_0"
+  uint32_t port = 1;
+  absl::Time timestamp;  // when the values were read
+  weft::v1::PortState port_state = weft::v1::PORT_STATE_UNSPECIFIED;
+  // Non-empty when this NIC could not be read (e.g. "hw_counters: Permission denied");
+  // `counters` is then meaningless. The other NICs of the node are still read.
+  std::string error;
+  RawNicCounters counters;
+};
+
+// The node's hardware as discovered.
+struct NodeInventory {
+  std::vector<weft::v1::Nic> nics;
+  std::vector<weft::v1::Gpu> gpus;
+};
+
+class NicBackend {
+ public:
+  virtual ~NicBackend() = default;
+
+  // The node's RDMA NICs (one entry per device/port) and GPUs, with their current
+  // port state. Fails (e.g. UNAVAILABLE, NOT_FOUND) only when the inventory as a whole
+  // cannot be read.
+  virtual absl::StatusOr<NodeInventory> Discover() = 0;
+
+  // One reading per NIC of the inventory, in Discover() order. A NIC that cannot be
+  // read gets a reading with `error` set; the call fails only when nothing at all can
+  // be read.
+  virtual absl::StatusOr<std::vector<RawNicReading>> ReadCounters() = 0;
+
+  // Later: applying desired state (QoS, DCQCN cc_params) will be added here as a
+  // transactional Apply(DesiredState) -> read-back / per-parameter errors, so the
+  // agent can ACK or NACK each version.
+};
+
+}  // namespace weft::agent
+
+#endif  // WEFT_AGENT_NIC_BACKEND_H_
