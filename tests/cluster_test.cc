@@ -92,7 +92,8 @@ class ClusterTest : public ::testing::Test {
 
   std::map<std::string, weft::v1::NodeStatus> NodesByName() {
     std::map<std::string, weft::v1::NodeStatus> out;
-    for (const auto& n : ListNodes().nodes()) out[n.info().name()] = n;
+    const weft::v1::ListNodesResponse response = ListNodes();
+    for (const auto& n : response.nodes()) out[n.info().name()] = n;
     return out;
   }
 
