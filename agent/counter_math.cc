@@ -20,6 +20,27 @@ struct ScalarCounter {
   Counter* (*mutable_counter)(NicSample*);
 };
 
+// Whether the counter's group was read: the hw_counters groups exist only where the
+// NIC has the capability, and an absent group must stay absent, not read as zero.
+bool GroupPresent(const RawNicCounters& c, const ScalarCounter& counter) {
+  if (counter.field == &RawNicCounters::np_ecn_marked_roce_packets ||
+      counter.field == &RawNicCounters::np_cnp_sent ||
+      counter.field == &RawNicCounters::rp_cnp_handled ||
+      counter.field == &RawNicCounters::rp_cnp_ignored) {
+    return c.has_congestion;
+  }
+  if (counter.field == &RawNicCounters::out_of_sequence ||
+      counter.field == &RawNicCounters::packet_seq_err ||
+      counter.field == &RawNicCounters::local_ack_timeout_err ||
+      counter.field == &RawNicCounters::rnr_nak_retry_err ||
+      counter.field == &RawNicCounters::implied_nak_seq_err ||
+      counter.field == &RawNicCounters::duplicate_request ||
+      counter.field == &RawNicCounters::out_of_buffer) {
+    return c.has_retransmission;
+  }
+  return true;
+}
+
 constexpr CounterWidth k32 = CounterWidth::k32Bits;
 constexpr CounterWidth k64 = CounterWidth::k64Bits;
 
@@ -110,6 +131,7 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
   sample.set_timestamp_us(absl::ToUnixMicros(current.timestamp));
   sample.set_port_state(static_cast<uint32_t>(current.port_state));
   sample.set_rates_valid(false);
+  for (const std::string& warning : current.warnings) sample.add_warnings(warning);
   if (!current.error.empty()) {
     sample.set_error(current.error);
     return update;
@@ -117,7 +139,7 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
 
   const RawNicCounters& cur = current.counters;
   for (const ScalarCounter& c : kScalarCounters) {
-    c.mutable_counter(&sample)->set_total(cur.*c.field);
+    if (GroupPresent(cur, c)) c.mutable_counter(&sample)->set_total(cur.*c.field);
   }
   for (const RawPfcCounters& p : cur.pfc) {
     PriorityPfcCounters* out = sample.add_pfc();
@@ -135,6 +157,8 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
   const RawNicCounters& prev = previous->counters;
   RawNicCounters increase;
   for (const ScalarCounter& c : kScalarCounters) {
+    // A group that appeared or vanished between the readings has no increase.
+    if (!GroupPresent(cur, c) || !GroupPresent(prev, c)) continue;
     const std::optional<uint64_t> inc = CounterIncrease(prev.*c.field, cur.*c.field, c.width);
     if (!inc.has_value()) return update;  // reset: no rate from this pair
     increase.*c.field = *inc;
@@ -158,6 +182,7 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
 
   const double seconds = absl::ToDoubleSeconds(elapsed);
   for (const ScalarCounter& c : kScalarCounters) {
+    if (!GroupPresent(cur, c)) continue;
     c.mutable_counter(&sample)->set_per_second(static_cast<double>(increase.*c.field) / seconds);
   }
   size_t next_increase = 0;

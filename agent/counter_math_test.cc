@@ -204,3 +204,51 @@ TEST(ComputeNicUpdateTest, FailedReadingCarriesOnlyTheError) {
 
 }  // namespace
 }  // namespace weft::agent
+
+namespace weft::agent {
+namespace {
+
+TEST(CounterMathGroupsTest, AbsentCongestionGroupIsLeftOutNotZero) {
+  RawNicReading first;
+  first.device = "mlx5_1";
+  first.timestamp = absl::FromUnixSeconds(1000);
+  first.counters.has_congestion = false;
+  first.counters.port_xmit_bytes = 1000;
+  first.counters.out_of_sequence = 5;
+  first.warnings = {"mlx5_1: no congestion counters in hw_counters/"};
+  RawNicReading second = first;
+  second.timestamp += absl::Seconds(1);
+  second.counters.port_xmit_bytes = 3000;
+  second.counters.out_of_sequence = 8;
+
+  NicUpdate update = ComputeNicUpdate(&first, second);
+  ASSERT_TRUE(update.sample.rates_valid());
+  EXPECT_FALSE(update.sample.has_congestion());
+  EXPECT_TRUE(update.sample.has_retransmission());
+  EXPECT_DOUBLE_EQ(update.sample.retransmission().out_of_sequence().per_second(), 3.0);
+  EXPECT_DOUBLE_EQ(update.sample.port_counters().xmit_bytes().per_second(), 2000.0);
+  ASSERT_EQ(update.sample.warnings_size(), 1);
+  EXPECT_EQ(update.sample.warnings(0), "mlx5_1: no congestion counters in hw_counters/");
+}
+
+TEST(CounterMathGroupsTest, GroupAppearingGivesNoRateButKeepsTheRest) {
+  RawNicReading first;
+  first.device = "mlx5_0";
+  first.timestamp = absl::FromUnixSeconds(1000);
+  first.counters.has_congestion = false;
+  first.counters.port_rcv_bytes = 10;
+  RawNicReading second = first;
+  second.timestamp += absl::Seconds(2);
+  second.counters.has_congestion = true;
+  second.counters.np_cnp_sent = 1'000'000;  // cumulative since boot: not a rate
+  second.counters.port_rcv_bytes = 30;
+
+  NicUpdate update = ComputeNicUpdate(&first, second);
+  ASSERT_TRUE(update.sample.rates_valid());
+  EXPECT_EQ(update.sample.congestion().np_cnp_sent().total(), 1'000'000u);
+  EXPECT_DOUBLE_EQ(update.sample.congestion().np_cnp_sent().per_second(), 0.0);
+  EXPECT_DOUBLE_EQ(update.sample.port_counters().rcv_bytes().per_second(), 10.0);
+}
+
+}  // namespace
+}  // namespace weft::agent

@@ -48,6 +48,11 @@ struct RawNicCounters {
   uint64_t symbol_error = 0;
   uint64_t link_error_recovery = 0;
 
+  // Whether the NIC has these hw_counters groups (capability-dependent on mlx5). An
+  // absent group is left out of the telemetry sample rather than reported as zero.
+  bool has_congestion = true;
+  bool has_retransmission = true;
+
   // hw_counters/ congestion group (64-bit, per physical function).
   uint64_t np_ecn_marked_roce_packets = 0;
   uint64_t np_cnp_sent = 0;
@@ -77,6 +82,9 @@ struct RawNicReading {
   // Non-empty when this NIC could not be read (e.g. "hw_counters: Permission denied");
   // `counters` is then meaningless. The other NICs of the node are still read.
   std::string error;
+  // Partial problems that did not stop the reading, e.g. "mlx5_1: no congestion counters
+  // in hw_counters/" or a failed ethtool read (the PFC counters are then absent).
+  std::vector<std::string> warnings;
   RawNicCounters counters;
 };
 

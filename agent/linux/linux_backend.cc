@@ -1,0 +1,357 @@
+#include "agent/linux/linux_backend.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace weft::agent {
+namespace {
+
+constexpr char kIbClass[] = "sys/class/infiniband";
+constexpr char kPciDevices[] = "sys/bus/pci/devices";
+constexpr uint64_t kNvidiaVendor = 0x10de;
+
+bool MatchesAny(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const auto& p : patterns) {
+    if (fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+bool AllZeroGid(absl::string_view gid) {
+  for (char c : gid) {
+    if (c != '0' && c != ':') return false;
+  }
+  return true;
+}
+
+// Number of leading path components two resolved sysfs paths share.
+int CommonDepth(absl::string_view a, absl::string_view b) {
+  std::vector<absl::string_view> pa = absl::StrSplit(a, '/', absl::SkipEmpty());
+  std::vector<absl::string_view> pb = absl::StrSplit(b, '/', absl::SkipEmpty());
+  int depth = 0;
+  while (depth < static_cast<int>(std::min(pa.size(), pb.size())) && pa[depth] == pb[depth]) {
+    ++depth;
+  }
+  return depth;
+}
+
+// The counter files of ports/<p>/hw_counters/ that make up one group: the group is
+// read when its first file exists, and every file of it must then be readable.
+struct HwCounter {
+  const char* file;
+  uint64_t RawNicCounters::*field;
+};
+
+constexpr HwCounter kCongestion[] = {
+    {"np_ecn_marked_roce_packets", &RawNicCounters::np_ecn_marked_roce_packets},
+    {"np_cnp_sent", &RawNicCounters::np_cnp_sent},
+    {"rp_cnp_handled", &RawNicCounters::rp_cnp_handled},
+    {"rp_cnp_ignored", &RawNicCounters::rp_cnp_ignored},
+};
+
+constexpr HwCounter kRetransmission[] = {
+    {"out_of_sequence", &RawNicCounters::out_of_sequence},
+    {"packet_seq_err", &RawNicCounters::packet_seq_err},
+    {"local_ack_timeout_err", &RawNicCounters::local_ack_timeout_err},
+    {"rnr_nak_retry_err", &RawNicCounters::rnr_nak_retry_err},
+    {"implied_nak_seq_err", &RawNicCounters::implied_nak_seq_err},
+    {"duplicate_request", &RawNicCounters::duplicate_request},
+    {"out_of_buffer", &RawNicCounters::out_of_buffer},
+};
+
+constexpr HwCounter kPort[] = {
+    {"port_xmit_data", &RawNicCounters::port_xmit_bytes},
+    {"port_rcv_data", &RawNicCounters::port_rcv_bytes},
+    {"port_xmit_packets", &RawNicCounters::port_xmit_packets},
+    {"port_rcv_packets", &RawNicCounters::port_rcv_packets},
+    {"port_xmit_discards", &RawNicCounters::port_xmit_discards},
+    {"port_rcv_errors", &RawNicCounters::port_rcv_errors},
+    {"link_downed", &RawNicCounters::link_downed},
+    {"symbol_error", &RawNicCounters::symbol_error},
+    {"link_error_recovery", &RawNicCounters::link_error_recovery},
+};
+
+// The per-priority PFC counters among ethtool's: rx/tx_prio{p}_pause and
+// rx/tx_prio{p}_pause_duration. A priority is reported when its pause counters exist,
+// which on mlx5 is while PFC is enabled on it.
+std::vector<RawPfcCounters> PfcFromEthtool(const EthtoolStats& stats) {
+  std::map<uint32_t, RawPfcCounters> by_prio;
+  for (const auto& [name, value] : stats) {
+    absl::string_view rest = name;
+    const bool rx = absl::ConsumePrefix(&rest, "rx_prio");
+    if (!rx && !absl::ConsumePrefix(&rest, "tx_prio")) continue;
+    if (rest.size() < 2 || rest[0] < '0' || rest[0] > '7') continue;
+    const uint32_t prio = rest[0] - '0';
+    rest.remove_prefix(1);
+    if (rest == "_pause") {
+      RawPfcCounters& c = by_prio[prio];
+      c.priority = prio;
+      (rx ? c.rx_pause : c.tx_pause) = value;
+    } else if (rest == "_pause_duration") {
+      RawPfcCounters& c = by_prio[prio];
+      c.priority = prio;
+      (rx ? c.rx_pause_duration_us : c.tx_pause_duration_us) = value;
+    }
+  }
+  std::vector<RawPfcCounters> out;
+  for (const auto& [prio, c] : by_prio) out.push_back(c);
+  return out;
+}
+
+}  // namespace
+
+std::string NvidiaGpuModel(uint32_t device_id) {
+  static const std::map<uint32_t, const char*> kModels = {
+      {0x20b0, "A100 SXM4 40GB"}, {0x20b2, "A100 SXM4 80GB"}, {0x20b5, "A100 PCIe 80GB"},
+      {0x20f1, "A100 PCIe 40GB"}, {0x2330, "H100 SXM5 80GB"}, {0x2331, "H100 PCIe"},
+      {0x2324, "H800"},           {0x2335, "H200 SXM 141GB"}, {0x233a, "H800 NVL"},
+      {0x2901, "B200"},           {0x26b9, "L40S"},           {0x27b8, "L4"},
+  };
+  auto it = kModels.find(device_id);
+  if (it != kModels.end()) return it->second;
+  char buf[32];
+  snprintf(buf, sizeof(buf), "NVIDIA 0x%04x", device_id);
+  return buf;
+}
+
+LinuxNicBackend::LinuxNicBackend(LinuxBackendOptions options, EthtoolReader* ethtool,
+                                 const Clock* clock)
+    : options_(std::move(options)), sysfs_(options_.root), ethtool_(ethtool), clock_(clock) {}
+
+bool LinuxNicBackend::Selected(const std::string& device, const std::string& netdev) const {
+  if (!options_.include_devices.empty() && !MatchesAny(options_.include_devices, device)) {
+    return false;
+  }
+  if (MatchesAny(options_.exclude_devices, device)) return false;
+  if (!options_.include_netdevs.empty() && !MatchesAny(options_.include_netdevs, netdev)) {
+    return false;
+  }
+  return !MatchesAny(options_.exclude_netdevs, netdev);
+}
+
+absl::StatusOr<weft::v1::Nic> LinuxNicBackend::DiscoverPort(const std::string& device,
+                                                            uint32_t port) {
+  const std::string dev_dir = absl::StrCat(kIbClass, "/", device);
+  const std::string port_dir = absl::StrCat(dev_dir, "/ports/", port);
+  weft::v1::Nic nic;
+  nic.set_device(device);
+  nic.set_port(port);
+  ASSIGN_OR_RETURN(std::string state_text, sysfs_.ReadString(port_dir + "/state"));
+  ASSIGN_OR_RETURN(weft::v1::PortState state, ParsePortState(state_text));
+  nic.set_state(state);
+  if (auto layer = sysfs_.ReadString(port_dir + "/link_layer"); layer.ok()) {
+    nic.set_link_layer(*layer);
+  }
+  if (auto rate = sysfs_.ReadString(port_dir + "/rate"); rate.ok()) {
+    if (auto mbps = ParseRateMbps(*rate); mbps.ok()) nic.set_speed_mbps(*mbps);
+  }
+  if (auto pci = sysfs_.LinkTargetName(dev_dir + "/device"); pci.ok()) {
+    nic.set_pci_address(*pci);
+  }
+  auto numa = sysfs_.ReadI64(dev_dir + "/device/numa_node");
+  nic.set_numa_node(numa.ok() ? static_cast<int32_t>(*numa) : -1);
+
+  // The GID table: non-zero entries with a type; their netdev names the port's netdev.
+  if (auto gids = sysfs_.List(port_dir + "/gids"); gids.ok()) {
+    std::vector<uint32_t> indices;
+    for (const auto& name : *gids) {
+      uint32_t index;
+      if (absl::SimpleAtoi(name, &index)) indices.push_back(index);
+    }
+    std::sort(indices.begin(), indices.end());
+    for (uint32_t index : indices) {
+      auto gid = sysfs_.ReadString(absl::StrCat(port_dir, "/gids/", index));
+      if (!gid.ok() || AllZeroGid(*gid)) continue;
+      auto type_text = sysfs_.ReadString(absl::StrCat(port_dir, "/gid_attrs/types/", index));
+      if (!type_text.ok()) continue;  // sysfs answers EINVAL for an unused slot
+      auto type = ParseGidType(*type_text);
+      if (!type.ok()) continue;
+      weft::v1::GidEntry* entry = nic.add_gids();
+      entry->set_index(index);
+      entry->set_gid(*gid);
+      entry->set_type(*type);
+      if (auto ndev = sysfs_.ReadString(absl::StrCat(port_dir, "/gid_attrs/ndevs/", index));
+          ndev.ok()) {
+        entry->set_netdev(*ndev);
+        if (nic.netdev().empty()) nic.set_netdev(*ndev);
+      }
+    }
+  }
+  if (nic.netdev().empty()) {
+    // No GID yet (link never came up): the PCI function's net/ entry.
+    if (auto nets = sysfs_.List(dev_dir + "/device/net"); nets.ok() && !nets->empty()) {
+      nic.set_netdev(nets->front());
+    }
+  }
+  if (!nic.netdev().empty()) {
+    if (auto mtu = sysfs_.ReadU64(absl::StrCat("sys/class/net/", nic.netdev(), "/mtu"));
+        mtu.ok()) {
+      nic.set_mtu(static_cast<uint32_t>(*mtu));
+    }
+  }
+  return nic;
+}
+
+std::vector<weft::v1::Gpu> LinuxNicBackend::DiscoverGpus(
+    const std::vector<weft::v1::Nic>& nics) {
+  std::vector<weft::v1::Gpu> gpus;
+  auto devices = sysfs_.List(kPciDevices);
+  if (!devices.ok()) return gpus;
+  // Resolved PCI paths of the NICs, for tree distance.
+  std::vector<std::string> nic_paths;
+  for (const auto& nic : nics) {
+    auto path = sysfs_.Resolve(absl::StrCat(kPciDevices, "/", nic.pci_address()));
+    nic_paths.push_back(path.ok() ? *path : "");
+  }
+  for (const auto& address : *devices) {
+    const std::string dir = absl::StrCat(kPciDevices, "/", address);
+    auto vendor = sysfs_.ReadU64(dir + "/vendor");
+    auto pci_class = sysfs_.ReadU64(dir + "/class");
+    if (!vendor.ok() || !pci_class.ok() || *vendor != kNvidiaVendor) continue;
+    const uint64_t base_sub = *pci_class >> 8;  // 0x0302 3D controller, 0x0300 VGA
+    if (base_sub != 0x0302 && base_sub != 0x0300) continue;
+    weft::v1::Gpu gpu;
+    gpu.set_index(static_cast<uint32_t>(gpus.size()));
+    gpu.set_pci_address(address);
+    auto numa = sysfs_.ReadI64(dir + "/numa_node");
+    gpu.set_numa_node(numa.ok() ? static_cast<int32_t>(*numa) : -1);
+    auto device_id = sysfs_.ReadU64(dir + "/device");
+    gpu.set_model(device_id.ok() ? NvidiaGpuModel(static_cast<uint32_t>(*device_id))
+                                 : "NVIDIA");
+    auto gpu_path = sysfs_.Resolve(dir);
+    // Closest NIC: deepest common ancestor in the PCI tree (same switch beats same root
+    // complex), then same NUMA node, then discovery order.
+    int best = -1;
+    std::pair<int, int> best_score{-1, -1};
+    for (size_t i = 0; i < nics.size(); ++i) {
+      const int depth =
+          gpu_path.ok() && !nic_paths[i].empty() ? CommonDepth(*gpu_path, nic_paths[i]) : 0;
+      const int same_numa = nics[i].numa_node() == gpu.numa_node() ? 1 : 0;
+      const std::pair<int, int> score{depth, same_numa};
+      if (score > best_score) {
+        best_score = score;
+        best = static_cast<int>(i);
+      }
+    }
+    if (best >= 0) gpu.set_closest_nic(nics[best].device());
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
+  auto devices = sysfs_.List(kIbClass);
+  if (!devices.ok()) {
+    return absl::NotFoundError(absl::StrCat("no RDMA devices: ", devices.status().message(),
+                                            " (is the mlx5_ib / rdma driver loaded?)"));
+  }
+  NodeInventory inventory;
+  std::vector<Port> ports;
+  for (const auto& device : *devices) {
+    auto port_names = sysfs_.List(absl::StrCat(kIbClass, "/", device, "/ports"));
+    if (!port_names.ok()) continue;  // vanished while we looked
+    for (const auto& port_name : *port_names) {
+      uint32_t port = 0;
+      if (!absl::SimpleAtoi(port_name, &port)) continue;
+      auto nic = DiscoverPort(device, port);
+      if (!nic.ok() || !Selected(device, nic->netdev())) continue;
+      ports.push_back(Port{device, port, nic->netdev()});
+      inventory.nics.push_back(*std::move(nic));
+    }
+  }
+  inventory.gpus = DiscoverGpus(inventory.nics);
+  ports_ = std::move(ports);
+  discovered_ = true;
+  return inventory;
+}
+
+RawNicReading LinuxNicBackend::ReadPort(const Port& port) {
+  RawNicReading reading;
+  reading.device = port.device;
+  reading.port = port.port;
+  reading.timestamp = clock_->Now();
+  const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
+  auto state_text = sysfs_.ReadString(port_dir + "/state");
+  if (!state_text.ok()) {
+    reading.error = absl::StrCat("device ", port.device, " port ", port.port,
+                                 " cannot be read: ", state_text.status().message());
+    return reading;
+  }
+  if (auto state = ParsePortState(*state_text); state.ok()) reading.port_state = *state;
+
+  RawNicCounters& c = reading.counters;
+  for (const HwCounter& counter : kPort) {
+    auto value = sysfs_.ReadU64(absl::StrCat(port_dir, "/counters/", counter.file));
+    if (!value.ok()) {
+      reading.error = std::string(value.status().message());
+      return reading;
+    }
+    c.*counter.field = *value;
+  }
+  // Data counters count 4-octet words.
+  c.port_xmit_bytes *= 4;
+  c.port_rcv_bytes *= 4;
+
+  auto read_group = [&](const HwCounter* begin, const HwCounter* end, const char* group,
+                        bool* present) {
+    *present = sysfs_.Exists(absl::StrCat(port_dir, "/hw_counters/", begin->file));
+    if (!*present) {
+      reading.warnings.push_back(
+          absl::StrCat(port.device, ": no ", group, " counters in hw_counters/"));
+      return true;
+    }
+    for (const HwCounter* counter = begin; counter != end; ++counter) {
+      auto value = sysfs_.ReadU64(absl::StrCat(port_dir, "/hw_counters/", counter->file));
+      if (value.status().code() == absl::StatusCode::kNotFound) continue;  // capability-gated
+      if (!value.ok()) {
+        reading.error = std::string(value.status().message());
+        return false;
+      }
+      c.*(counter->field) = *value;
+    }
+    return true;
+  };
+  if (!read_group(std::begin(kCongestion), std::end(kCongestion), "congestion",
+                  &c.has_congestion) ||
+      !read_group(std::begin(kRetransmission), std::end(kRetransmission), "retransmission",
+                  &c.has_retransmission)) {
+    return reading;
+  }
+  if (!sysfs_.Exists(port_dir)) {
+    // The device went away while we read it: what we read is not one consistent sample.
+    reading.error = absl::StrCat("device ", port.device, " disappeared while being read");
+    return reading;
+  }
+
+  if (!port.netdev.empty()) {
+    auto stats = ethtool_->ReadStats(port.netdev);
+    if (stats.ok()) {
+      c.pfc = PfcFromEthtool(*stats);
+    } else {
+      reading.warnings.push_back(absl::StrCat(port.device, ": ethtool statistics of ",
+                                              port.netdev, ": ", stats.status().message()));
+    }
+  }
+  return reading;
+}
+
+absl::StatusOr<std::vector<RawNicReading>> LinuxNicBackend::ReadCounters() {
+  if (!discovered_) {
+    RETURN_IF_ERROR(Discover().status());
+  }
+  std::vector<RawNicReading> readings;
+  readings.reserve(ports_.size());
+  for (const Port& port : ports_) readings.push_back(ReadPort(port));
+  return readings;
+}
+
+}  // namespace weft::agent

@@ -1,0 +1,72 @@
+// LinuxNicBackend: the NicBackend of a real RoCE node. Discovers RDMA ports from
+// sysfs (/sys/class/infiniband: port state, rate, link layer, GID table with RoCE v2
+// entries, netdev, PCI address, NUMA node) and NVIDIA GPUs from PCI sysfs with the
+// closest NIC by PCI tree distance (same PCIe switch first, then same NUMA node). Reads
+// counters from ports/<p>/counters/ and hw_counters/ (port_*_data × 4 to bytes) and the
+// per-priority PFC counters from the netdev's ethtool statistics.
+//
+// Per-device fault isolation: a NIC whose port counters cannot be read (device gone
+// mid-read, unreadable or garbage file) gets a reading with `error`; a missing optional
+// group (congestion, retransmission) or a failed ethtool read only drops that group and
+// adds a warning. The other NICs are always read.
+//
+// The filesystem root is a constructor argument: "/" in production, a fixture tree
+// (tests/fixtures/) in tests. Thread-compatible (the agent loop is the only caller).
+#ifndef WEFT_AGENT_LINUX_LINUX_BACKEND_H_
+#define WEFT_AGENT_LINUX_LINUX_BACKEND_H_
+
+#include <string>
+#include <vector>
+
+#include "agent/linux/ethtool_stats.h"
+#include "agent/linux/sysfs.h"
+#include "agent/nic_backend.h"
+#include "common/clock.h"
+
+namespace weft::agent {
+
+struct LinuxBackendOptions {
+  // Filesystem root that holds sys/ ("/" in production).
+  std::string root = "/";
+  // fnmatch(3) patterns. A device (e.g. "mlx5_*") or netdev is used when it matches an
+  // include pattern (or there are none) and no exclude pattern.
+  std::vector<std::string> include_devices;
+  std::vector<std::string> exclude_devices;
+  std::vector<std::string> include_netdevs;
+  std::vector<std::string> exclude_netdevs;
+};
+
+class LinuxNicBackend : public NicBackend {
+ public:
+  // `ethtool` and `clock` must outlive the backend.
+  LinuxNicBackend(LinuxBackendOptions options, EthtoolReader* ethtool, const Clock* clock);
+
+  absl::StatusOr<NodeInventory> Discover() override;
+  absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override;
+
+ private:
+  struct Port {
+    std::string device;
+    uint32_t port = 1;
+    std::string netdev;
+  };
+
+  absl::StatusOr<weft::v1::Nic> DiscoverPort(const std::string& device, uint32_t port);
+  std::vector<weft::v1::Gpu> DiscoverGpus(const std::vector<weft::v1::Nic>& nics);
+  RawNicReading ReadPort(const Port& port);
+  bool Selected(const std::string& device, const std::string& netdev) const;
+
+  LinuxBackendOptions options_;
+  Sysfs sysfs_;
+  EthtoolReader* ethtool_;
+  const Clock* clock_;
+  std::vector<Port> ports_;  // from the last Discover()
+  bool discovered_ = false;
+};
+
+// The GPU model of an NVIDIA PCI device id ("H100 SXM5 80GB"), or "NVIDIA 0x<id>".
+std::string NvidiaGpuModel(uint32_t device_id);
+
+}  // namespace weft::agent
+
+#endif  // WEFT_AGENT_LINUX_LINUX_BACKEND_H_

@@ -1,0 +1,202 @@
+#include "agent/linux/linux_backend.h"
+
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/str_join.h"
+
+#include "agent/counter_math.h"
+#include "common/fake_clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fixture_tree.h"
+#include "tests/subprocess.h"
+
+namespace weft::agent {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// Stands in for the SIOCETHTOOL ioctl (tested for real in ethtool_stats_test).
+class FakeEthtool : public EthtoolReader {
+ public:
+  absl::StatusOr<EthtoolStats> ReadStats(absl::string_view ifname) override {
+    auto it = stats.find(std::string(ifname));
+    if (it == stats.end()) {
+      return absl::NotFoundError(absl::StrCat("SIOCETHTOOL on ", ifname, ": No such device"));
+    }
+    return it->second;
+  }
+  std::map<std::string, EthtoolStats> stats;
+};
+
+class LinuxBackendTest : public ::testing::Test {
+ protected:
+  void Materialize(const std::string& tree) {
+    root_ = weft::testing::TempPath(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    ASSERT_TRUE(weft::testing::MaterializeFixture("tests/fixtures/" + tree, root_).ok());
+  }
+  std::unique_ptr<LinuxNicBackend> Backend(LinuxBackendOptions options = {}) {
+    options.root = root_;
+    return std::make_unique<LinuxNicBackend>(options, &ethtool_, &clock_);
+  }
+  std::string PortFile(int nic, const std::string& file) {
+    return absl::StrCat("sys/class/infiniband/mlx5_", nic, "/ports/1/", file);
+  }
+
+  std::string root_;
+  FakeEthtool ethtool_;
+  FakeClock clock_;
+};
+
+TEST_F(LinuxBackendTest, DiscoversEightNicsWithGidsAndGpusWithClosestNic) {
+  Materialize("mlx5_8nic_8gpu.tree");
+  auto inventory = Backend()->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 8u);
+  const weft::v1::Nic& nic = inventory->nics[5];
+  EXPECT_EQ(nic.device(), "mlx5_5");
+  EXPECT_EQ(nic.port(), 1u);
+  EXPECT_EQ(nic.netdev(), "ens6f0np0");
+  EXPECT_EQ(nic.pci_address(), "0000:69:00.0");
+  EXPECT_EQ(nic.numa_node(), 1);
+  EXPECT_EQ(nic.link_layer(), "Ethernet");
+  EXPECT_EQ(nic.state(), weft::v1::PORT_STATE_ACTIVE);
+  EXPECT_EQ(nic.speed_mbps(), 400000u);
+  EXPECT_EQ(nic.mtu(), 4200u);
+  // Four populated GIDs (link-local and IPv4-mapped, v1 and v2); zero slots skipped.
+  ASSERT_EQ(nic.gids_size(), 4);
+  EXPECT_EQ(nic.gids(3).index(), 3u);
+  EXPECT_EQ(nic.gids(3).type(), weft::v1::GID_TYPE_ROCE_V2);
+  EXPECT_EQ(nic.gids(3).gid(), "0000:0000:0000:0000:0000:ffff:0a00:060b");
+  EXPECT_EQ(nic.gids(2).type(), weft::v1::GID_TYPE_IB_ROCE_V1);
+
+  // Eight H100s, the host bridge / NVMe / Intel NIC / ASPEED VGA skipped; each GPU's
+  // closest NIC is the one under its PCIe switch.
+  ASSERT_EQ(inventory->gpus.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(inventory->gpus[i].closest_nic(), absl::StrCat("mlx5_", i));
+    EXPECT_EQ(inventory->gpus[i].model(), "H100 SXM5 80GB");
+    EXPECT_EQ(inventory->gpus[i].numa_node(), i < 4 ? 0 : 1);
+  }
+}
+
+TEST_F(LinuxBackendTest, ReadsCountersInBytesAndPfcFromEthtool) {
+  Materialize("mlx5_8nic_8gpu.tree");
+  ASSERT_TRUE(weft::testing::WriteFixtureFile(root_, PortFile(0, "counters/port_xmit_data"),
+                                              "1000")
+                  .ok());
+  ASSERT_TRUE(weft::testing::WriteFixtureFile(
+                  root_, PortFile(0, "hw_counters/np_ecn_marked_roce_packets"), "4242")
+                  .ok());
+  ethtool_.stats["ens1f0np0"] = {{"rx_packets_phy", 99},
+                                 {"rx_prio3_pause", 10},
+                                 {"rx_prio3_pause_duration", 2500},
+                                 {"tx_prio3_pause", 7},
+                                 {"tx_prio3_pause_duration", 900},
+                                 {"rx_prio3_pause_transition", 5},
+                                 {"rx_prio0_bytes", 1}};
+  auto backend = Backend();
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok()) << readings.status();
+  ASSERT_EQ(readings->size(), 8u);
+  const RawNicReading& r = (*readings)[0];
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.port_state, weft::v1::PORT_STATE_ACTIVE);
+  EXPECT_EQ(r.counters.port_xmit_bytes, 4000u);  // 4-octet words
+  EXPECT_EQ(r.counters.np_ecn_marked_roce_packets, 4242u);
+  EXPECT_TRUE(r.counters.has_congestion);
+  ASSERT_EQ(r.counters.pfc.size(), 1u) << "only priority 3 has pause counters";
+  EXPECT_EQ(r.counters.pfc[0].priority, 3u);
+  EXPECT_EQ(r.counters.pfc[0].rx_pause, 10u);
+  EXPECT_EQ(r.counters.pfc[0].rx_pause_duration_us, 2500u);
+  EXPECT_EQ(r.counters.pfc[0].tx_pause, 7u);
+  EXPECT_EQ(r.counters.pfc[0].tx_pause_duration_us, 900u);
+  // mlx5_1 had no ethtool statistics: a warning, its sysfs counters still read.
+  EXPECT_TRUE((*readings)[1].error.empty());
+  EXPECT_TRUE((*readings)[1].counters.pfc.empty());
+  ASSERT_EQ((*readings)[1].warnings.size(), 1u);
+  EXPECT_THAT((*readings)[1].warnings[0], HasSubstr("ens2f0np0"));
+}
+
+TEST_F(LinuxBackendTest, MissingCongestionGroupOnlyAffectsThatNic) {
+  Materialize("mlx5_no_cc.tree");
+  auto readings = Backend()->ReadCounters();
+  ASSERT_TRUE(readings.ok()) << readings.status();
+  ASSERT_EQ(readings->size(), 2u);
+  EXPECT_TRUE((*readings)[0].counters.has_congestion);
+  EXPECT_GT((*readings)[0].counters.np_cnp_sent, 0u);
+  const RawNicReading& no_cc = (*readings)[1];
+  EXPECT_TRUE(no_cc.error.empty()) << no_cc.error;
+  EXPECT_FALSE(no_cc.counters.has_congestion);
+  EXPECT_TRUE(no_cc.counters.has_retransmission);
+  EXPECT_GT(no_cc.counters.port_rcv_bytes, 0u);
+  EXPECT_THAT(absl::StrJoin(no_cc.warnings, ";"), HasSubstr("no congestion counters"));
+}
+
+TEST_F(LinuxBackendTest, VanishedDeviceAndGarbageFileAreIsolatedPerNic) {
+  Materialize("mlx5_8nic_8gpu.tree");
+  auto backend = Backend();
+  ASSERT_TRUE(backend->Discover().ok());
+  // mlx5_2 disappears (driver unbind) after discovery; mlx5_4 has a garbage counter.
+  fs::remove_all(fs::canonical(fs::path(root_) / "sys/class/infiniband/mlx5_2"));
+  ASSERT_TRUE(
+      weft::testing::WriteFixtureFile(root_, PortFile(4, "counters/port_rcv_data"), "12x")
+          .ok());
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok()) << readings.status();
+  ASSERT_EQ(readings->size(), 8u);
+  EXPECT_THAT((*readings)[2].error, HasSubstr("mlx5_2"));
+  EXPECT_THAT((*readings)[4].error, HasSubstr("port_rcv_data"));
+  EXPECT_THAT((*readings)[4].error, HasSubstr("'12x'"));
+  for (int i : {0, 1, 3, 5, 6, 7}) {
+    EXPECT_TRUE((*readings)[i].error.empty()) << i << ": " << (*readings)[i].error;
+    EXPECT_GT((*readings)[i].counters.port_xmit_bytes, 0u);
+  }
+}
+
+TEST_F(LinuxBackendTest, WrappedQCounterGivesTheRightRate) {
+  Materialize("mlx5_wrap.tree");
+  auto backend = Backend();
+  auto first = backend->ReadCounters();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ((*first)[0].counters.out_of_sequence, (1ULL << 32) - 6);
+  // The 32-bit counter wraps: 6 to reach 2^32, then 4 more.
+  ASSERT_TRUE(
+      weft::testing::WriteFixtureFile(root_, PortFile(0, "hw_counters/out_of_sequence"), "4")
+          .ok());
+  clock_.Advance(absl::Seconds(2));
+  auto second = backend->ReadCounters();
+  ASSERT_TRUE(second.ok());
+  NicUpdate update = ComputeNicUpdate(&(*first)[0], (*second)[0]);
+  ASSERT_TRUE(update.sample.rates_valid());
+  EXPECT_DOUBLE_EQ(update.sample.retransmission().out_of_sequence().per_second(), 5.0);
+  EXPECT_EQ(update.sample.retransmission().out_of_sequence().total(), 4u);
+}
+
+TEST_F(LinuxBackendTest, IncludeAndExcludeFilters) {
+  Materialize("mlx5_8nic_8gpu.tree");
+  LinuxBackendOptions options;
+  options.include_devices = {"mlx5_[0-3]"};
+  options.exclude_netdevs = {"ens2*"};
+  auto inventory = Backend(options)->Discover();
+  ASSERT_TRUE(inventory.ok());
+  std::vector<std::string> names;
+  for (const auto& nic : inventory->nics) names.push_back(nic.device());
+  EXPECT_THAT(names, ::testing::ElementsAre("mlx5_0", "mlx5_2", "mlx5_3"));
+}
+
+TEST_F(LinuxBackendTest, NoRdmaDevicesIsAClearError) {
+  root_ = weft::testing::TempPath("empty_root");
+  fs::create_directories(root_);
+  auto inventory = Backend()->Discover();
+  EXPECT_EQ(inventory.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(inventory.status().message(), HasSubstr("rdma driver"));
+}
+
+}  // namespace
+}  // namespace weft::agent
