@@ -54,6 +54,70 @@ std::string StateCell(const NodeStatus& node) {
   return cell;
 }
 
+std::string FormatTimeUs(int64_t time_us) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMicros(time_us),
+                          absl::UTCTimeZone());
+}
+
+std::string OrDash(const std::string& value) { return value.empty() ? "-" : value; }
+
+std::string DrainSourceName(weft::v1::DrainSource source) {
+  switch (source) {
+    case weft::v1::DRAIN_SOURCE_OPERATOR:
+      return "operator";
+    case weft::v1::DRAIN_SOURCE_AUTO:
+      return "auto";
+    default:
+      return "unknown";
+  }
+}
+
+std::string EventCell(const weft::v1::Event& event) {
+  switch (event.kind()) {
+    case weft::v1::EVENT_KIND_REGISTERED:
+      return "registered";
+    case weft::v1::EVENT_KIND_STATE_CHANGED:
+      return absl::StrCat(NodeStateName(event.from_state()), " -> ",
+                          NodeStateName(event.to_state()));
+    case weft::v1::EVENT_KIND_DRAINED:
+      return absl::StrCat("drained by ", DrainSourceName(event.drained_by()));
+    case weft::v1::EVENT_KIND_UNDRAINED:
+      return absl::StrCat("undrained by ", DrainSourceName(event.drained_by()));
+    case weft::v1::EVENT_KIND_RULE_FIRED:
+      return absl::StrCat("fired ", event.finding().rule());
+    case weft::v1::EVENT_KIND_RULE_CLEARED:
+      return absl::StrCat("cleared ", event.finding().rule());
+    default:
+      return "unknown";
+  }
+}
+
+// The number columns shared by the rack and pod tables.
+std::vector<std::string> CountAndRateCells(const weft::v1::NodeCounts& n,
+                                           const weft::v1::NodeRates& r) {
+  return {absl::StrCat(n.total()),      absl::StrCat(n.healthy()),
+          absl::StrCat(n.degraded()),   absl::StrCat(n.down()),
+          absl::StrCat(n.drained()),    Fixed(r.tx_gbps(), 1),
+          Fixed(r.rx_gbps(), 1),        Rate(r.ecn_marked_per_s()),
+          Rate(r.cnp_sent_per_s()),     Rate(r.pfc_pause_us_per_s())};
+}
+
+const std::vector<std::string> kCountAndRateHeader = {
+    "NODES",   "HEALTHY", "DEGRADED",  "DOWN",  "DRAINED",
+    "TX_GBPS", "RX_GBPS", "ECN_PKT/S", "CNP/S", "PFC_PAUSE_US/S"};
+
+std::string NoteCell(const NodeStatus& node) {
+  std::vector<std::string> parts;
+  if (!node.drain_reason().empty()) parts.push_back(node.drain_reason());
+  const std::string findings = FindingsBrief(node);
+  if (!findings.empty()) {
+    parts.push_back(findings);
+  } else if (node.state() == weft::v1::NODE_STATE_DEGRADED) {
+    parts.push_back("recovering (no rule firing)");
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
 }  // namespace
 
 std::string NodeStateName(NodeState state) {
@@ -92,7 +156,7 @@ std::string FormatNodesTable(const weft::v1::ListNodesResponse& response) {
                                                  "PFC_PAUSE_US/S", "NOTE"}};
   for (const NodeStatus* n : nodes) {
     const auto& r = n->rates();
-    std::string note = n->drain_reason();
+    const std::string note = NoteCell(*n);
     rows.push_back({n->info().name(), n->info().rack().empty() ? "-" : n->info().rack(),
                     StateCell(*n), absl::StrCat(n->info().nics_size()), Fixed(r.tx_gbps(), 1),
                     Fixed(r.rx_gbps(), 1), Rate(r.ecn_marked_per_s()), Rate(r.cnp_sent_per_s()),
@@ -108,17 +172,31 @@ std::string FormatNodeDetail(const NodeStatus& node) {
   absl::StrAppend(&out, "Rack/Pod:  ", info.rack().empty() ? "-" : info.rack(), " / ",
                   info.pod().empty() ? "-" : info.pod(), "\n");
   absl::StrAppend(&out, "State:     ", StateCell(node), "\n");
+  if (node.state() != node.health() &&
+      node.health() != weft::v1::NODE_STATE_UNSPECIFIED) {
+    absl::StrAppend(&out, "Health:    ", NodeStateName(node.health()), " by the health rules\n");
+  }
   if (!node.drain_reason().empty()) {
-    absl::StrAppend(&out, "Drained:   ", node.drain_reason(), "\n");
+    absl::StrAppend(&out, "Drained:   ", node.drain_reason(), " (by ",
+                    DrainSourceName(node.drained_by()), ")\n");
   }
   absl::StrAppend(&out, "Agent:     ", info.agent_version(), "  session epoch ",
                   node.session_epoch(), "\n");
   if (node.last_seen_us() > 0) {
-    absl::StrAppend(&out, "Last seen: ",
-                    absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
-                                     absl::FromUnixMicros(node.last_seen_us()),
-                                     absl::UTCTimeZone()),
-                    "\n");
+    absl::StrAppend(&out, "Last seen: ", FormatTimeUs(node.last_seen_us()), "\n");
+  }
+  if (node.findings_size() > 0) {
+    absl::StrAppend(&out, "\nFindings\n");
+    std::vector<std::vector<std::string>> finding_rows = {
+        {"RULE", "NIC", "VALUE", "THRESHOLD", "SINCE", "DETAIL"}};
+    for (const weft::v1::Finding& f : node.findings()) {
+      finding_rows.push_back({f.rule(), absl::StrCat(f.device(), "/", f.port()),
+                              absl::StrFormat("%g", f.value()),
+                              absl::StrFormat("%g", f.threshold()),
+                              f.since_us() > 0 ? FormatTimeUs(f.since_us()) : "-",
+                              f.detail()});
+    }
+    absl::StrAppend(&out, FormatTable(finding_rows));
   }
   absl::StrAppend(&out, "\nNICs\n");
   std::vector<std::vector<std::string>> nic_rows = {
@@ -158,6 +236,54 @@ std::string FormatNodeDetail(const NodeStatus& node) {
     absl::StrAppend(&out, FormatTable(gpu_rows));
   }
   return out;
+}
+
+std::string FindingsBrief(const NodeStatus& node) {
+  constexpr int kNamed = 2;
+  std::vector<std::string> named;
+  for (int i = 0; i < node.findings_size() && i < kNamed; ++i) {
+    named.push_back(absl::StrCat(node.findings(i).rule(), "@", node.findings(i).device()));
+  }
+  std::string brief = absl::StrJoin(named, ", ");
+  if (node.findings_size() > kNamed) {
+    absl::StrAppend(&brief, " +", node.findings_size() - kNamed, " more");
+  }
+  return brief;
+}
+
+std::string FormatEventsTable(const weft::v1::ListEventsResponse& response) {
+  std::vector<std::vector<std::string>> rows = {{"TIME", "NODE", "EVENT", "DETAIL"}};
+  for (const weft::v1::Event& event : response.events()) {
+    rows.push_back({FormatTimeUs(event.time_us()), OrDash(event.node()), EventCell(event),
+                    event.message()});
+  }
+  std::string out = FormatTable(rows);
+  if (response.truncated()) {
+    absl::StrAppend(&out, "(older matching events may be missing: the controller keeps the "
+                          "newest ",
+                    response.capacity(), " events, or --limit cut them)\n");
+  }
+  return out;
+}
+
+std::string FormatRacksTable(const weft::v1::ListRacksResponse& response) {
+  std::vector<std::vector<std::string>> racks = {{"POD", "RACK"}};
+  racks[0].insert(racks[0].end(), kCountAndRateHeader.begin(), kCountAndRateHeader.end());
+  for (const weft::v1::RackStatus& rack : response.racks()) {
+    std::vector<std::string> row = {OrDash(rack.pod()), OrDash(rack.rack())};
+    const std::vector<std::string> cells = CountAndRateCells(rack.nodes(), rack.rates());
+    row.insert(row.end(), cells.begin(), cells.end());
+    racks.push_back(std::move(row));
+  }
+  std::vector<std::vector<std::string>> pods = {{"POD", "RACKS"}};
+  pods[0].insert(pods[0].end(), kCountAndRateHeader.begin(), kCountAndRateHeader.end());
+  for (const weft::v1::PodStatus& pod : response.pods()) {
+    std::vector<std::string> row = {OrDash(pod.pod()), absl::StrCat(pod.racks())};
+    const std::vector<std::string> cells = CountAndRateCells(pod.nodes(), pod.rates());
+    row.insert(row.end(), cells.begin(), cells.end());
+    pods.push_back(std::move(row));
+  }
+  return absl::StrCat("Racks\n", FormatTable(racks), "\nPods\n", FormatTable(pods));
 }
 
 std::string FormatJson(const google::protobuf::Message& message) {

@@ -101,5 +101,154 @@ TEST(NodeFormatTest, JsonKeepsProtoFieldNamesAndZeroValues) {
   EXPECT_THAT(json, Not(HasSubstr("speedMbps")));
 }
 
+weft::v1::Finding MakeFinding(const std::string& rule, const std::string& device, double value,
+                              double threshold) {
+  weft::v1::Finding f;
+  f.set_rule(rule);
+  f.set_device(device);
+  f.set_port(1);
+  f.set_value(value);
+  f.set_threshold(threshold);
+  f.set_detail(rule + " detail");
+  f.set_since_us(int64_t{1796018400} * 1000000);
+  return f;
+}
+
+// The NOTE cell of `node`'s row in the nodes table (the text after its PFC column).
+std::string NoteOf(const std::string& table, const std::string& node) {
+  const size_t start = table.find("\n" + node + " ");
+  if (start == std::string::npos) return "<no row>";
+  const std::string row = table.substr(start + 1, table.find('\n', start + 1) - start - 1);
+  const size_t header_note = table.find("NOTE");
+  return row.size() > header_note ? row.substr(header_note) : "";
+}
+
+TEST(NodeFormatTest, DegradedRowsNameTheirFiringRulesInBrief) {
+  weft::v1::ListNodesResponse response;
+  auto* sick = response.add_nodes();
+  *sick = MakeNode("n1", "r", weft::v1::NODE_STATE_DEGRADED);
+  *sick->add_findings() = MakeFinding("pfc_pause_storm", "mlx5_0", 0.97, 0.5);
+  auto* very = response.add_nodes();
+  *very = MakeNode("n2", "r", weft::v1::NODE_STATE_DEGRADED);
+  *very->add_findings() = MakeFinding("link_down", "mlx5_3", 1, 4);
+  *very->add_findings() = MakeFinding("link_flap", "mlx5_3", 2, 0);
+  *very->add_findings() = MakeFinding("packet_seq_err", "mlx5_1", 300, 10);
+  auto* recovering = response.add_nodes();
+  *recovering = MakeNode("n3", "r", weft::v1::NODE_STATE_DEGRADED);
+  auto* fine = response.add_nodes();
+  *fine = MakeNode("n4", "r", weft::v1::NODE_STATE_HEALTHY);
+  auto* auto_drained = response.add_nodes();
+  *auto_drained = MakeNode("n5", "r", weft::v1::NODE_STATE_DRAINED);
+  auto_drained->set_drain_reason("auto: link_down on mlx5_3/1: port state DOWN");
+  auto_drained->set_drained_by(weft::v1::DRAIN_SOURCE_AUTO);
+  *auto_drained->add_findings() = MakeFinding("link_down", "mlx5_3", 1, 4);
+
+  const std::string table = FormatNodesTable(response);
+  EXPECT_THAT(table, HasSubstr("DEGRADED"));
+  EXPECT_EQ(NoteOf(table, "n1"), "pfc_pause_storm@mlx5_0");
+  EXPECT_EQ(NoteOf(table, "n2"), "link_down@mlx5_3, link_flap@mlx5_3 +1 more");
+  EXPECT_EQ(NoteOf(table, "n3"), "recovering (no rule firing)");
+  EXPECT_EQ(NoteOf(table, "n4"), "");
+  EXPECT_EQ(NoteOf(table, "n5"),
+            "auto: link_down on mlx5_3/1: port state DOWN; link_down@mlx5_3");
+  EXPECT_EQ(FindingsBrief(response.nodes(3)), "");
+}
+
+TEST(NodeFormatTest, DetailShowsFindingsWithNumbersAndWhoDrained) {
+  weft::v1::NodeStatus node = MakeNode("gpu-1", "rack-a", weft::v1::NODE_STATE_DRAINED);
+  node.set_health(weft::v1::NODE_STATE_DEGRADED);
+  node.set_drain_reason("auto: pfc_pause_storm on mlx5_0/1");
+  node.set_drained_by(weft::v1::DRAIN_SOURCE_AUTO);
+  *node.add_findings() = MakeFinding("pfc_pause_storm", "mlx5_0", 0.97, 0.5);
+  const std::string detail = FormatNodeDetail(node);
+  EXPECT_THAT(detail, HasSubstr("Health:    DEGRADED by the health rules"));
+  EXPECT_THAT(detail, HasSubstr("Drained:   auto: pfc_pause_storm on mlx5_0/1 (by auto)"));
+  EXPECT_THAT(detail, HasSubstr("Findings"));
+  const std::string row = detail.substr(detail.find("pfc_pause_storm  "));
+  EXPECT_THAT(row.substr(0, row.find('\n')),
+              HasSubstr("mlx5_0/1  0.97   0.5        2026-11-30T06:00:00.000Z  "
+                        "pfc_pause_storm detail"));
+
+  // A healthy node has no findings table and no separate health line.
+  const std::string healthy =
+      FormatNodeDetail(MakeNode("gpu-2", "rack-a", weft::v1::NODE_STATE_HEALTHY));
+  EXPECT_THAT(healthy, Not(HasSubstr("Findings")));
+  EXPECT_THAT(healthy, Not(HasSubstr("Health:")));
+}
+
+TEST(NodeFormatTest, EventsTableOnePerLineWithWhoAndNumbers) {
+  weft::v1::ListEventsResponse response;
+  const int64_t t0 = int64_t{1796018400} * 1000000;
+  auto* fired = response.add_events();
+  fired->set_time_us(t0 + 1500);
+  fired->set_node("gpu-a01");
+  fired->set_kind(weft::v1::EVENT_KIND_RULE_FIRED);
+  *fired->mutable_finding() = MakeFinding("pfc_pause_storm", "mlx5_0", 0.97, 0.5);
+  fired->set_message("pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% (threshold 50.0%)");
+  auto* changed = response.add_events();
+  changed->set_time_us(t0 + 2'000'000);
+  changed->set_node("gpu-a01");
+  changed->set_kind(weft::v1::EVENT_KIND_STATE_CHANGED);
+  changed->set_from_state(weft::v1::NODE_STATE_HEALTHY);
+  changed->set_to_state(weft::v1::NODE_STATE_DEGRADED);
+  changed->set_message("pfc_pause_storm on mlx5_0/1: ...");
+  auto* drained = response.add_events();
+  drained->set_time_us(t0 + 60'000'000);
+  drained->set_node("gpu-a01");
+  drained->set_kind(weft::v1::EVENT_KIND_DRAINED);
+  drained->set_drained_by(weft::v1::DRAIN_SOURCE_AUTO);
+  drained->set_message("auto: pfc_pause_storm ...");
+  auto* undrained = response.add_events();
+  undrained->set_time_us(t0 + 90'000'000);
+  undrained->set_node("gpu-a01");
+  undrained->set_kind(weft::v1::EVENT_KIND_UNDRAINED);
+  undrained->set_drained_by(weft::v1::DRAIN_SOURCE_OPERATOR);
+
+  const std::string table = FormatEventsTable(response);
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 5);
+  EXPECT_THAT(table, HasSubstr("2026-11-30T06:00:00.001Z  gpu-a01  fired pfc_pause_storm"));
+  EXPECT_THAT(table, HasSubstr("rx+tx pause 97.0% (threshold 50.0%)"));
+  EXPECT_THAT(table, HasSubstr("HEALTHY -> DEGRADED"));
+  EXPECT_THAT(table, HasSubstr("drained by auto"));
+  EXPECT_THAT(table, HasSubstr("undrained by operator"));
+  EXPECT_THAT(table, Not(HasSubstr("may be missing")));
+
+  response.set_truncated(true);
+  response.set_capacity(10000);
+  EXPECT_THAT(FormatEventsTable(response),
+              HasSubstr("older matching events may be missing: the controller keeps the "
+                        "newest 10000 events"));
+}
+
+TEST(NodeFormatTest, RacksTableShowsRacksThenPods) {
+  weft::v1::ListRacksResponse response;
+  auto* hot = response.add_racks();
+  hot->set_pod("pod-1");
+  hot->set_rack("rack-a");
+  hot->mutable_nodes()->set_total(4);
+  hot->mutable_nodes()->set_healthy(2);
+  hot->mutable_nodes()->set_degraded(1);
+  hot->mutable_nodes()->set_drained(1);
+  hot->mutable_rates()->set_tx_gbps(1234.56);
+  hot->mutable_rates()->set_ecn_marked_per_s(98765);
+  hot->mutable_rates()->set_pfc_pause_us_per_s(1'900'000);
+  auto* unplaced = response.add_racks();
+  unplaced->mutable_nodes()->set_total(1);
+  auto* pod = response.add_pods();
+  pod->set_pod("pod-1");
+  pod->set_racks(1);
+  *pod->mutable_nodes() = hot->nodes();
+  *pod->mutable_rates() = hot->rates();
+
+  const std::string table = FormatRacksTable(response);
+  EXPECT_THAT(table, HasSubstr("Racks\nPOD    RACK    NODES  HEALTHY  DEGRADED  DOWN  DRAINED"));
+  EXPECT_THAT(table, HasSubstr("pod-1  rack-a  4      2        1         0     1        1234.6"));
+  EXPECT_THAT(table, HasSubstr("98765"));
+  EXPECT_THAT(table, HasSubstr("1900000"));
+  EXPECT_THAT(table, HasSubstr("\n-      -       1"));  // no pod, no rack
+  EXPECT_THAT(table, HasSubstr("Pods\nPOD    RACKS  NODES"));
+  EXPECT_THAT(table, HasSubstr("pod-1  1      4      2"));
+}
+
 }  // namespace
 }  // namespace weft

@@ -5,6 +5,9 @@
 //     node NAME                     a node's NICs, GPUs and current rates
 //     drain NAME --reason "..."     take a node out of placement
 //     undrain NAME                  put a drained node back
+//     events [--node N] [--since 10m|RFC3339] [--limit N]
+//                                   the controller's event log, oldest first
+//     racks [--pod P]               per rack and per pod: nodes by state and rates
 //
 // Exit status: 0 on success, 1 when the controller refuses or cannot be reached,
 // 2 on a usage error.
@@ -18,6 +21,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "cli/event_filter.h"
 #include "cli/node_format.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
@@ -26,6 +30,11 @@ ABSL_FLAG(std::string, controller, "127.0.0.1:7400", "controller gRPC address, H
 ABSL_FLAG(std::string, output, "table", "output format: table or json");
 ABSL_FLAG(std::string, rack, "", "nodes: only nodes of this rack");
 ABSL_FLAG(std::string, reason, "", "drain: why the node is drained (shown to operators)");
+ABSL_FLAG(std::string, node, "", "events: only this node's events");
+ABSL_FLAG(std::string, since, "",
+          "events: only events since a duration ago (10m, 1h30m) or an RFC 3339 time");
+ABSL_FLAG(int, limit, 0, "events: at most this many (the newest); 0 for all");
+ABSL_FLAG(std::string, pod, "", "racks: only racks of this pod");
 ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller, milliseconds");
 
 namespace weft {
@@ -36,7 +45,10 @@ constexpr char kUsage[] =
     "  nodes [--rack R]            list nodes with state and rates\n"
     "  node NAME                   show one node's NICs, GPUs and rates\n"
     "  drain NAME --reason \"...\"   drain a node\n"
-    "  undrain NAME                undrain a node";
+    "  undrain NAME                undrain a node\n"
+    "  events [--node N] [--since 10m|2026-11-30T06:00:00Z] [--limit N]\n"
+    "                              state changes, drains, rule firings, oldest first\n"
+    "  racks [--pod P]             per rack and per pod: nodes by state and rates";
 
 int Usage(const std::string& problem) {
   std::cerr << "weftctl: " << problem << "\n\nusage: " << kUsage << "\n";
@@ -65,6 +77,14 @@ class Weftctl {
     if (command == "nodes") {
       if (args.size() != 1) return Usage("'nodes' takes no arguments");
       return Nodes();
+    }
+    if (command == "events") {
+      if (args.size() != 1) return Usage("'events' takes no arguments (use --node)");
+      return Events();
+    }
+    if (command == "racks") {
+      if (args.size() != 1) return Usage("'racks' takes no arguments (use --pod)");
+      return Racks();
     }
     if (command == "node" || command == "drain" || command == "undrain") {
       if (args.size() != 2) return Usage(absl::StrCat("'", command, "' needs one node name"));
@@ -130,6 +150,28 @@ class Weftctl {
       std::cout << "undrained " << name << ", now " << NodeStateName(response.node().state())
                 << "\n";
     }
+    return 0;
+  }
+
+  int Events() {
+    absl::StatusOr<weft::v1::ListEventsRequest> request =
+        MakeEventsRequest(absl::GetFlag(FLAGS_node), absl::GetFlag(FLAGS_since),
+                          absl::GetFlag(FLAGS_limit));
+    if (!request.ok()) return Usage(std::string(request.status().message()));
+    weft::v1::ListEventsResponse response;
+    grpc::Status status = stub_->ListEvents(Context().get(), *request, &response);
+    if (!status.ok()) return RpcFailed("list events", status);
+    std::cout << (json_ ? FormatJson(response) : FormatEventsTable(response));
+    return 0;
+  }
+
+  int Racks() {
+    weft::v1::ListRacksRequest request;
+    request.set_pod(absl::GetFlag(FLAGS_pod));
+    weft::v1::ListRacksResponse response;
+    grpc::Status status = stub_->ListRacks(Context().get(), request, &response);
+    if (!status.ok()) return RpcFailed("list racks", status);
+    std::cout << (json_ ? FormatJson(response) : FormatRacksTable(response));
     return 0;
   }
 

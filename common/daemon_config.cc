@@ -57,6 +57,25 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   config.set_telemetry_interval_ms(1000);
   config.set_down_after_intervals(3);
   config.set_window_samples(60);
+  config.set_event_log_capacity(10000);
+  weft::v1::HealthConfig* health = config.mutable_health();
+  // 2 samples in a row and 2 s from the first: a PFC storm at a 1 s interval turns
+  // the node DEGRADED within 5 s (see HealthConfig in config.proto).
+  health->set_consecutive_samples(2);
+  health->set_degrade_after_ms(2000);
+  health->set_recover_after_ms(10000);
+  health->set_pfc_pause_share(0.5);
+  health->set_ecn_mark_ratio(0.1);
+  health->set_ecn_min_rcv_packets_per_s(1000);
+  health->set_cnp_ignored_per_s(0);
+  health->set_packet_seq_err_per_s(10);
+  health->set_local_ack_timeout_err_per_s(1);
+  health->set_out_of_sequence_per_s(10);
+  health->set_link_flaps_per_window(0);
+  weft::v1::AutoDrainConfig* auto_drain = health->mutable_auto_drain();
+  auto_drain->set_enabled(false);
+  auto_drain->set_after_ms(60000);
+  auto_drain->set_undrain_after_clean_ms(300000);
   return config;
 }
 
@@ -95,6 +114,14 @@ absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) 
         kControllerContext, "metrics_address",
         absl::StrCat("value '", config.metrics_address(), "' is also the listen_address"),
         "a host:port other than listen_address");
+  }
+  if (config.health().consecutive_samples() > config.window_samples()) {
+    return Invalid(kControllerContext, "health.consecutive_samples",
+                   absl::StrCat("value '", config.health().consecutive_samples(),
+                                "' is more than window_samples (", config.window_samples(),
+                                "), so no rule could ever fire"),
+                   absl::StrCat("an integer from 1 to window_samples (",
+                                config.window_samples(), ")"));
   }
   return absl::OkStatus();
 }

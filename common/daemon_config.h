@@ -17,7 +17,12 @@
 namespace weft {
 
 // listen 127.0.0.1:7400, metrics 127.0.0.1:7401, 1000 ms interval, DOWN after 3
-// missed intervals, 60 samples per NIC.
+// missed intervals, 60 samples per NIC, 10000 events; health rules needing 2 samples
+// in a row, DEGRADED after 2000 ms, HEALTHY after 10000 ms clean; thresholds: PFC
+// pause 50% of the time, ECN marks 10% of received packets (from 1000 packets/s),
+// rp_cnp_ignored above 0/s, packet_seq_err 10/s, local_ack_timeout_err 1/s,
+// out_of_sequence 10/s, any link flap in the window; auto drain off (60 s sick to
+// drain, 300 s clean to undrain).
 weft::v1::ControllerConfig DefaultControllerConfig();
 
 // controller 127.0.0.1:7400, metrics 127.0.0.1:7411, health 127.0.0.1:7410, 1000 ms,
@@ -33,7 +38,8 @@ absl::StatusOr<weft::v1::ControllerConfig> LoadControllerConfig(absl::string_vie
 absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path);
 
 // Every (weft.v1.rule) of the schema, plus cross-field checks (e.g. agent
-// max_backoff_ms >= initial_backoff_ms). INVALID_ARGUMENT names the field, the value
+// max_backoff_ms >= initial_backoff_ms, controller health.consecutive_samples <=
+// window_samples). INVALID_ARGUMENT names the field, the value
 // and what is accepted.
 absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config);
 absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config);

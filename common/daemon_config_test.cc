@@ -1,5 +1,6 @@
 #include "common/daemon_config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -42,7 +43,77 @@ TEST(DaemonConfigTest, ControllerDefaults) {
   EXPECT_EQ(config.telemetry_interval_ms(), 1000u);
   EXPECT_EQ(config.down_after_intervals(), 3u);
   EXPECT_EQ(config.window_samples(), 60u);
+  EXPECT_EQ(config.event_log_capacity(), 10000u);
+  const v1::HealthConfig& health = config.health();
+  EXPECT_EQ(health.consecutive_samples(), 2u);
+  EXPECT_EQ(health.degrade_after_ms(), 2000u);
+  EXPECT_EQ(health.recover_after_ms(), 10000u);
+  EXPECT_DOUBLE_EQ(health.pfc_pause_share(), 0.5);
+  EXPECT_DOUBLE_EQ(health.ecn_mark_ratio(), 0.1);
+  EXPECT_DOUBLE_EQ(health.ecn_min_rcv_packets_per_s(), 1000);
+  EXPECT_DOUBLE_EQ(health.cnp_ignored_per_s(), 0);
+  EXPECT_DOUBLE_EQ(health.packet_seq_err_per_s(), 10);
+  EXPECT_DOUBLE_EQ(health.local_ack_timeout_err_per_s(), 1);
+  EXPECT_DOUBLE_EQ(health.out_of_sequence_per_s(), 10);
+  EXPECT_EQ(health.link_flaps_per_window(), 0u);
+  EXPECT_FALSE(health.auto_drain().enabled());
+  EXPECT_EQ(health.auto_drain().after_ms(), 60000u);
+  EXPECT_EQ(health.auto_drain().undrain_after_clean_ms(), 300000u);
   EXPECT_TRUE(ValidateControllerConfig(config).ok());
+}
+
+// The detection-latency target (PFC storm to node state change within 5 s at a 1 s
+// interval) in numbers: the worst case is a first partial interval that falls short,
+// then `consecutive_samples` full ones; the run starts with the first full one, which
+// arrives by 2 intervals after the storm starts, and the node turns DEGRADED
+// degrade_after later (if the rule has fired by then), one sweep (interval / 4) late.
+TEST(DaemonConfigTest, DefaultsMeetTheDetectionLatencyTarget) {
+  const ControllerConfig config = DefaultControllerConfig();
+  const int64_t interval_ms = config.telemetry_interval_ms();
+  const int64_t run_start_ms = 2 * interval_ms;
+  const int64_t rule_fires_ms =
+      run_start_ms + (config.health().consecutive_samples() - 1) * interval_ms;
+  const int64_t degraded_ms =
+      std::max<int64_t>(rule_fires_ms, run_start_ms + config.health().degrade_after_ms()) +
+      interval_ms / 4;
+  EXPECT_LE(degraded_ms, 5000);
+}
+
+TEST(DaemonConfigTest, ConsecutiveSamplesMustFitTheWindow) {
+  ControllerConfig config = DefaultControllerConfig();
+  config.set_window_samples(5);
+  config.mutable_health()->set_consecutive_samples(6);
+  EXPECT_EQ(ValidateControllerConfig(config).message(),
+            "controller config: field 'health.consecutive_samples': value '6' is more than "
+            "window_samples (5), so no rule could ever fire; accepted: an integer from 1 "
+            "to window_samples (5)");
+  config.mutable_health()->set_consecutive_samples(5);
+  EXPECT_TRUE(ValidateControllerConfig(config).ok());
+}
+
+TEST(DaemonConfigTest, HealthSectionIsStrict) {
+  const std::string path = WriteTempFile("controller_health.yaml",
+                                         "health:\n"
+                                         "  auto_drain:\n"
+                                         "    enabled: true\n"
+                                         "    after_ms: 10\n");
+  absl::StatusOr<ControllerConfig> config = LoadControllerConfig(path);
+  EXPECT_EQ(config.status().message(),
+            absl::StrCat(path,
+                         ":4:15: field 'health.auto_drain.after_ms': value '10' is out of "
+                         "range; accepted: an integer from 1000 to 86400000"));
+
+  const std::string ok = WriteTempFile("controller_health_ok.yaml",
+                                       "health:\n"
+                                       "  pfc_pause_share: 0.8\n"
+                                       "  auto_drain: {enabled: true}\n");
+  config = LoadControllerConfig(ok);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->health().pfc_pause_share(), 0.8);
+  EXPECT_TRUE(config->health().auto_drain().enabled());
+  // Keys left out keep their defaults.
+  EXPECT_EQ(config->health().auto_drain().after_ms(), 60000u);
+  EXPECT_EQ(config->health().degrade_after_ms(), 2000u);
 }
 
 TEST(DaemonConfigTest, AgentDefaultsNeedOnlyANodeName) {

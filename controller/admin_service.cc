@@ -78,4 +78,23 @@ grpc::ServerUnaryReactor* AdminServiceImpl::UndrainNode(
   return FinishWith(context, node.status());
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::ListEvents(
+    grpc::CallbackServerContext* context, const weft::v1::ListEventsRequest* request,
+    weft::v1::ListEventsResponse* response) {
+  if (request->since_us() < 0) {
+    return FinishWith(context, absl::InvalidArgumentError(absl::StrCat(
+                                   "ListEvents: since_us ", request->since_us(),
+                                   " is before the Unix epoch; use 0 for no lower bound")));
+  }
+  *response = inventory_->ListEvents(*request);
+  return FinishWith(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListRacks(
+    grpc::CallbackServerContext* context, const weft::v1::ListRacksRequest* request,
+    weft::v1::ListRacksResponse* response) {
+  *response = inventory_->ListRacks(request->pod());
+  return FinishWith(context, absl::OkStatus());
+}
+
 }  // namespace weft::controller

@@ -1,5 +1,6 @@
 // AdminServiceImpl: weft.v1.AdminService (admin.proto), the operator API that weftctl
-// and schedulers call — list and inspect nodes, drain and undrain them. A thin
+// and schedulers call — list and inspect nodes, drain and undrain them, read the
+// event log, see racks and pods at a glance. A thin
 // callback-API adapter: every handler delegates to the Inventory and converts its
 // absl::Status (NOT_FOUND for an unknown node, FAILED_PRECONDITION for undraining a
 // node that is not drained, INVALID_ARGUMENT for a missing name) into the RPC's.
@@ -34,6 +35,12 @@ class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* UndrainNode(grpc::CallbackServerContext* context,
                                         const weft::v1::UndrainNodeRequest* request,
                                         weft::v1::UndrainNodeResponse* response) override;
+  grpc::ServerUnaryReactor* ListEvents(grpc::CallbackServerContext* context,
+                                       const weft::v1::ListEventsRequest* request,
+                                       weft::v1::ListEventsResponse* response) override;
+  grpc::ServerUnaryReactor* ListRacks(grpc::CallbackServerContext* context,
+                                      const weft::v1::ListRacksRequest* request,
+                                      weft::v1::ListRacksResponse* response) override;
 
  private:
   Inventory* const inventory_;

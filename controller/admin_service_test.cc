@@ -147,5 +147,65 @@ TEST_F(AdminServiceTest, DrainAndUndrain) {
   EXPECT_EQ(response.node().drain_reason(), "");
 }
 
+TEST_F(AdminServiceTest, ListEventsFiltersAndRejectsANegativeSince) {
+  clock_.Advance(absl::Seconds(10));
+  ASSERT_TRUE(inventory_.Drain("n1", "bad cable").ok());
+  {
+    grpc::ClientContext context;
+    weft::v1::ListEventsRequest request;
+    request.set_node("n1");
+    weft::v1::ListEventsResponse response;
+    ASSERT_TRUE(stub_->ListEvents(&context, request, &response).ok());
+    ASSERT_EQ(response.events_size(), 2);
+    EXPECT_EQ(response.events(0).kind(), weft::v1::EVENT_KIND_REGISTERED);
+    EXPECT_EQ(response.events(1).kind(), weft::v1::EVENT_KIND_DRAINED);
+    EXPECT_EQ(response.events(1).drained_by(), weft::v1::DRAIN_SOURCE_OPERATOR);
+    EXPECT_EQ(response.events(1).message(), "bad cable");
+    EXPECT_EQ(response.events(1).time_us(), absl::ToUnixMicros(clock_.Now()));
+    EXPECT_GT(response.events(1).sequence(), response.events(0).sequence());
+    EXPECT_EQ(response.capacity(), 10000u);
+    EXPECT_FALSE(response.truncated());
+  }
+  {
+    grpc::ClientContext context;
+    weft::v1::ListEventsRequest request;
+    request.set_within_ms(5000);  // by the controller's clock: only the drain
+    weft::v1::ListEventsResponse response;
+    ASSERT_TRUE(stub_->ListEvents(&context, request, &response).ok());
+    ASSERT_EQ(response.events_size(), 1);
+    EXPECT_EQ(response.events(0).node(), "n1");
+  }
+  grpc::ClientContext context;
+  weft::v1::ListEventsRequest request;
+  request.set_since_us(-1);
+  weft::v1::ListEventsResponse response;
+  grpc::Status status = stub_->ListEvents(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("since_us -1"), std::string::npos);
+}
+
+TEST_F(AdminServiceTest, ListRacksCountsNodesPerRack) {
+  ASSERT_TRUE(inventory_.Drain("n3", "x").ok());
+  grpc::ClientContext context;
+  weft::v1::ListRacksResponse response;
+  ASSERT_TRUE(stub_->ListRacks(&context, weft::v1::ListRacksRequest(), &response).ok());
+  ASSERT_EQ(response.racks_size(), 2);
+  EXPECT_EQ(response.racks(0).rack(), "r1");
+  EXPECT_EQ(response.racks(0).nodes().total(), 2u);
+  EXPECT_EQ(response.racks(0).nodes().healthy(), 1u);
+  EXPECT_EQ(response.racks(0).nodes().drained(), 1u);
+  EXPECT_EQ(response.racks(1).rack(), "r2");
+  ASSERT_EQ(response.pods_size(), 1);
+  EXPECT_EQ(response.pods(0).racks(), 2u);
+  EXPECT_EQ(response.pods(0).nodes().total(), 3u);
+
+  grpc::ClientContext filtered_context;
+  weft::v1::ListRacksRequest filtered;
+  filtered.set_pod("elsewhere");
+  weft::v1::ListRacksResponse none;
+  ASSERT_TRUE(stub_->ListRacks(&filtered_context, filtered, &none).ok());
+  EXPECT_EQ(none.racks_size(), 0);
+}
+
 }  // namespace
 }  // namespace weft::controller

@@ -1,7 +1,10 @@
 #include "controller/controller_metrics.h"
 
+#include <set>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "controller/health_rules.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 
@@ -13,6 +16,15 @@ using weft::v1::NodeState;
 constexpr NodeState kReportedStates[] = {
     weft::v1::NODE_STATE_HEALTHY, weft::v1::NODE_STATE_DEGRADED,
     weft::v1::NODE_STATE_DOWN, weft::v1::NODE_STATE_DRAINED};
+
+constexpr double kBytesPerGigabit = 1e9 / 8;
+constexpr double kMicrosPerSecond = 1e6;
+
+prometheus::Family<prometheus::Gauge>& RackGauge(prometheus::Registry& registry,
+                                                 const std::string& name,
+                                                 const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
 
 }  // namespace
 
@@ -80,7 +92,47 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
       acks_(prometheus::BuildCounter()
                 .Name("weft_controller_desired_state_acks_total")
                 .Help("DesiredStateAck messages received, by result (ack or nack).")
-                .Register(registry)) {
+                .Register(registry)),
+      rule_firings_(prometheus::BuildCounter()
+                        .Name("weft_controller_health_rule_firings_total")
+                        .Help("Times a health rule started firing on a NIC, by rule.")
+                        .Register(registry)),
+      active_findings_(prometheus::BuildGauge()
+                           .Name("weft_controller_health_findings")
+                           .Help("NICs of reporting nodes a health rule fires on now, "
+                                 "by rule.")
+                           .Register(registry)),
+      auto_drains_(prometheus::BuildCounter()
+                       .Name("weft_controller_auto_drains_total")
+                       .Help("Nodes drained by the controller's auto_drain policy.")
+                       .Register(registry)
+                       .Add({})),
+      auto_undrains_(prometheus::BuildCounter()
+                         .Name("weft_controller_auto_undrains_total")
+                         .Help("Auto-drained nodes undrained by the controller after "
+                               "a clean recovery window.")
+                         .Register(registry)
+                         .Add({})),
+      rack_nodes_(RackGauge(registry, "weft_rack_nodes", "Nodes of the rack by state.")),
+      rack_tx_bytes_(RackGauge(registry, "weft_rack_tx_bytes_per_second",
+                               "Bytes per second the rack's NICs transmit.")),
+      rack_rx_bytes_(RackGauge(registry, "weft_rack_rx_bytes_per_second",
+                               "Bytes per second the rack's NICs receive.")),
+      rack_ecn_marked_(RackGauge(registry, "weft_rack_ecn_marked_packets_per_second",
+                                 "ECN-marked RoCE packets per second the rack's NICs "
+                                 "receive (np_ecn_marked_roce_packets).")),
+      rack_cnp_sent_(RackGauge(registry, "weft_rack_cnp_sent_per_second",
+                               "CNPs per second the rack's NICs send (np_cnp_sent).")),
+      rack_cnp_handled_(RackGauge(registry, "weft_rack_cnp_handled_per_second",
+                                  "CNPs per second the rack's NICs act on "
+                                  "(rp_cnp_handled).")),
+      rack_pfc_pause_(RackGauge(registry, "weft_rack_pfc_pause_seconds_per_second",
+                                "PFC pause duration per second, rx + tx over all "
+                                "priorities and NICs of the rack.")),
+      rack_retransmissions_(RackGauge(registry, "weft_rack_retransmissions_per_second",
+                                      "packet_seq_err + local_ack_timeout_err + "
+                                      "out_of_sequence per second over the rack's "
+                                      "NICs.")) {
   // Series that exist from the start, so dashboards and alerts see 0 rather than
   // nothing.
   for (NodeState state : kReportedStates) {
@@ -93,6 +145,11 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
   samples_dropped_.Add({{"reason", "unknown_nic"}});
   acks_.Add({{"result", "ack"}});
   acks_.Add({{"result", "nack"}});
+  for (HealthRule rule : kAllHealthRules) {
+    const std::string name(HealthRuleName(rule));
+    rule_firings_.Add({{"rule", name}});
+    active_findings_.Add({{"rule", name}}).Set(0);
+  }
 }
 
 prometheus::Counter& ControllerMetrics::Labelled(CounterFamily& family,
@@ -136,6 +193,82 @@ void ControllerMetrics::NodeDrained() { drains_.Increment(); }
 
 void ControllerMetrics::DesiredStateAckReceived(bool accepted) {
   Labelled(acks_, "result", accepted ? "ack" : "nack").Increment();
+}
+
+void ControllerMetrics::HealthRuleFired(absl::string_view rule) {
+  Labelled(rule_firings_, "rule", rule).Increment();
+}
+
+void ControllerMetrics::SetActiveFindings(absl::string_view rule, int64_t count) {
+  active_findings_.Add({{"rule", std::string(rule)}}).Set(static_cast<double>(count));
+}
+
+void ControllerMetrics::NodeAutoDrained() { auto_drains_.Increment(); }
+void ControllerMetrics::NodeAutoUndrained() { auto_undrains_.Increment(); }
+
+ControllerMetrics::RackSeries ControllerMetrics::AddRackSeries(const std::string& pod,
+                                                               const std::string& rack) {
+  const prometheus::Labels labels = {{"pod", pod}, {"rack", rack}};
+  RackSeries series;
+  for (size_t i = 0; i < series.nodes.size(); ++i) {
+    prometheus::Labels with_state = labels;
+    with_state["state"] = NodeStateLabel(kReportedStates[i]);
+    series.nodes[i] = &rack_nodes_.Add(with_state);
+  }
+  series.tx_bytes = &rack_tx_bytes_.Add(labels);
+  series.rx_bytes = &rack_rx_bytes_.Add(labels);
+  series.ecn_marked = &rack_ecn_marked_.Add(labels);
+  series.cnp_sent = &rack_cnp_sent_.Add(labels);
+  series.cnp_handled = &rack_cnp_handled_.Add(labels);
+  series.pfc_pause = &rack_pfc_pause_.Add(labels);
+  series.retransmissions = &rack_retransmissions_.Add(labels);
+  return series;
+}
+
+void ControllerMetrics::RemoveRackSeries(const RackSeries& series) {
+  for (prometheus::Gauge* gauge : series.nodes) rack_nodes_.Remove(gauge);
+  rack_tx_bytes_.Remove(series.tx_bytes);
+  rack_rx_bytes_.Remove(series.rx_bytes);
+  rack_ecn_marked_.Remove(series.ecn_marked);
+  rack_cnp_sent_.Remove(series.cnp_sent);
+  rack_cnp_handled_.Remove(series.cnp_handled);
+  rack_pfc_pause_.Remove(series.pfc_pause);
+  rack_retransmissions_.Remove(series.retransmissions);
+}
+
+void ControllerMetrics::SetRackStatus(const weft::v1::ListRacksResponse& racks) {
+  absl::MutexLock lock(&racks_mu_);
+  std::set<std::pair<std::string, std::string>> present;
+  for (const weft::v1::RackStatus& rack : racks.racks()) {
+    const auto key = std::make_pair(rack.pod(), rack.rack());
+    present.insert(key);
+    auto it = racks_.find(key);
+    if (it == racks_.end()) {
+      it = racks_.emplace(key, AddRackSeries(rack.pod(), rack.rack())).first;
+    }
+    const RackSeries& series = it->second;
+    const weft::v1::NodeCounts& n = rack.nodes();
+    series.nodes[0]->Set(n.healthy());
+    series.nodes[1]->Set(n.degraded());
+    series.nodes[2]->Set(n.down());
+    series.nodes[3]->Set(n.drained());
+    const weft::v1::NodeRates& r = rack.rates();
+    series.tx_bytes->Set(r.tx_gbps() * kBytesPerGigabit);
+    series.rx_bytes->Set(r.rx_gbps() * kBytesPerGigabit);
+    series.ecn_marked->Set(r.ecn_marked_per_s());
+    series.cnp_sent->Set(r.cnp_sent_per_s());
+    series.cnp_handled->Set(r.cnp_handled_per_s());
+    series.pfc_pause->Set(r.pfc_pause_us_per_s() / kMicrosPerSecond);
+    series.retransmissions->Set(r.retransmissions_per_s());
+  }
+  for (auto it = racks_.begin(); it != racks_.end();) {
+    if (present.count(it->first) > 0) {
+      ++it;
+      continue;
+    }
+    RemoveRackSeries(it->second);
+    it = racks_.erase(it);
+  }
 }
 
 }  // namespace weft::controller

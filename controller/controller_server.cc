@@ -81,7 +81,7 @@ absl::Status ControllerServer::Start() {
 void ControllerServer::RunTicker() {
   const absl::Duration period = absl::Milliseconds(config_.telemetry_interval_ms()) / 4;
   while (!stop_ticker_.WaitForNotificationWithTimeout(period)) {
-    inventory_.EvaluateLiveness();
+    inventory_.Sweep();
   }
 }
 

@@ -1,9 +1,9 @@
 // ControllerServer: one weft-controller process's worth of wiring. It owns the
 // Inventory, the AgentService and AdminService adapters, the gRPC server they are
 // served on (plus the standard grpc.health.v1 service), the /metrics endpoint, and the
-// liveness ticker, a thread that calls Inventory::EvaluateLiveness() every
-// telemetry_interval / 4 (the Clock decides what "silent too long" means, so tests
-// drive liveness with a FakeClock).
+// ticker, a thread that calls Inventory::Sweep() (liveness, health hysteresis,
+// auto-drain, rack gauges) every telemetry_interval / 4 (the Clock decides what "too
+// long" means, so tests drive liveness and health with a FakeClock).
 //
 // Example (what controller/main.cc does):
 //   ControllerServer server(config, &clock, std::make_shared<prometheus::Registry>());

@@ -76,7 +76,7 @@ weft::v1::ControllerConfig TestConfig() {
   config.set_metrics_address("127.0.0.1:0");
   config.set_telemetry_interval_ms(100);
   config.set_down_after_intervals(3);
-  config.set_window_samples(10);
+  config.set_window_samples(60);
   return config;
 }
 
@@ -317,6 +317,90 @@ TEST_F(ControllerServerTest, TickerMarksSilentNodesDownAndTelemetryRevivesThem) 
   EXPECT_DOUBLE_EQ(GetNode("n1")->rates().tx_gbps(), 400.0);
   EXPECT_EQ(Metric("weft_controller_node_state_changes_total", {{"to", "down"}}), 1);
   EXPECT_EQ(Metric("weft_controller_node_state_changes_total", {{"to", "healthy"}}), 1);
+}
+
+// A PFC storm on mlx5_0, end to end: telemetry over the agent stream, the ticker's
+// sweeps on the FakeClock, and what operators see through AdminService and /metrics.
+TEST_F(ControllerServerTest, PfcStormDegradesTheNodeOverTheWire) {
+  ASSERT_EQ(Register("n1", 0), 1u);
+  Session session = Connect("n1", 1);
+  auto send = [&](double pause_share, int batches_so_far) {
+    AgentMessage message = Telemetry();
+    auto* pfc = message.mutable_telemetry()->mutable_samples(0)->add_pfc();
+    pfc->set_priority(3);
+    pfc->mutable_tx_pause_duration_us()->set_per_second(pause_share * 1e6);
+    ASSERT_TRUE(session.stream->Write(message));
+    ASSERT_TRUE(Eventually([&] {
+      return Metric("weft_controller_telemetry_batches_total") == batches_so_far + 1;
+    }));
+  };
+  // Agents report every 100 ms (the test config's interval): 0.5 s quiet, then storm.
+  int batches = 0;
+  for (int i = 0; i < 5; ++i) {
+    send(0.0, batches++);
+    clock_.Advance(absl::Milliseconds(100));
+  }
+  const absl::Time storm_start = clock_.Now();
+  send(0.9, batches++);
+  // The rule fires on the second stormy sample; the node turns DEGRADED 2 s (the
+  // default degrade_after) after the first.
+  for (int i = 0; i < 19; ++i) {
+    clock_.Advance(absl::Milliseconds(100));
+    send(0.9, batches++);
+  }
+  absl::SleepFor(absl::Milliseconds(100));  // ticks that must not degrade it yet
+  auto before = GetNode("n1");
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->state(), weft::v1::NODE_STATE_HEALTHY);
+  ASSERT_EQ(before->findings_size(), 1);
+  EXPECT_EQ(before->findings(0).rule(), "pfc_pause_storm");
+  EXPECT_EQ(before->findings(0).device(), "mlx5_0");
+  EXPECT_DOUBLE_EQ(before->findings(0).value(), 0.9);
+  EXPECT_EQ(before->findings(0).since_us(), absl::ToUnixMicros(storm_start));
+
+  clock_.Advance(absl::Milliseconds(100));
+  send(0.9, batches++);
+  ASSERT_TRUE(Eventually(
+      [&] { return GetNode("n1")->state() == weft::v1::NODE_STATE_DEGRADED; }));
+  EXPECT_EQ(GetNode("n1")->health(), weft::v1::NODE_STATE_DEGRADED);
+
+  {
+    grpc::ClientContext context;
+    weft::v1::ListEventsRequest request;
+    request.set_node("n1");
+    weft::v1::ListEventsResponse events;
+    ASSERT_TRUE(admin_->ListEvents(&context, request, &events).ok());
+    ASSERT_EQ(events.events_size(), 3);
+    EXPECT_EQ(events.events(0).kind(), weft::v1::EVENT_KIND_REGISTERED);
+    EXPECT_EQ(events.events(1).kind(), weft::v1::EVENT_KIND_RULE_FIRED);
+    EXPECT_DOUBLE_EQ(events.events(1).finding().threshold(), 0.5);
+    EXPECT_EQ(events.events(2).kind(), weft::v1::EVENT_KIND_STATE_CHANGED);
+    EXPECT_EQ(events.events(2).to_state(), weft::v1::NODE_STATE_DEGRADED);
+    EXPECT_EQ(events.events(2).time_us(),
+              absl::ToUnixMicros(storm_start + absl::Seconds(2)));
+  }
+  {
+    grpc::ClientContext context;
+    weft::v1::ListRacksResponse racks;
+    ASSERT_TRUE(admin_->ListRacks(&context, weft::v1::ListRacksRequest(), &racks).ok());
+    ASSERT_EQ(racks.racks_size(), 1);
+    EXPECT_EQ(racks.racks(0).rack(), "r1");
+    EXPECT_EQ(racks.racks(0).nodes().degraded(), 1u);
+    EXPECT_DOUBLE_EQ(racks.racks(0).rates().tx_gbps(), 400.0);
+  }
+  EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "degraded"}}), 1);
+  const std::string scraped = Scrape(server_.metrics_address());
+  EXPECT_NE(scraped.find("weft_controller_health_rule_firings_total{rule=\"pfc_pause_storm\"} 1"),
+            std::string::npos)
+      << scraped;
+  EXPECT_NE(scraped.find("weft_controller_nodes{state=\"degraded\"} 1"), std::string::npos);
+  EXPECT_TRUE(Eventually([&] {
+    return Scrape(server_.metrics_address())
+               .find("weft_rack_nodes{pod=\"\",rack=\"r1\",state=\"degraded\"} 1") !=
+           std::string::npos;
+  })) << Scrape(server_.metrics_address());
+  EXPECT_NE(scraped.find("weft_rack_tx_bytes_per_second{pod=\"\",rack=\"r1\"} 50000000000"),
+            std::string::npos);
 }
 
 TEST_F(ControllerServerTest, StopEndsAgentStreamsWithUnavailable) {

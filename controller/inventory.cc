@@ -1,12 +1,15 @@
 #include "controller/inventory.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "controller/rack_summary.h"
 
 namespace weft::controller {
 namespace {
@@ -19,6 +22,20 @@ std::string NicKey(absl::string_view device, uint32_t port) {
   return absl::StrCat(device, "/", port);
 }
 
+weft::v1::Event MakeEvent(weft::v1::EventKind kind, absl::string_view node, absl::Time now,
+                          std::string message) {
+  weft::v1::Event event;
+  event.set_time_us(absl::ToUnixMicros(now));
+  event.set_node(std::string(node));
+  event.set_kind(kind);
+  event.set_message(std::move(message));
+  return event;
+}
+
+std::string Rounded(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1)));
+}
+
 }  // namespace
 
 InventoryOptions InventoryOptions::FromConfig(const weft::v1::ControllerConfig& config) {
@@ -26,6 +43,16 @@ InventoryOptions InventoryOptions::FromConfig(const weft::v1::ControllerConfig& 
   options.telemetry_interval = absl::Milliseconds(config.telemetry_interval_ms());
   options.down_after_intervals = static_cast<int>(config.down_after_intervals());
   options.window_samples = static_cast<int>(config.window_samples());
+  if (config.has_health()) {
+    options.health = HealthThresholds::FromConfig(config.health());
+    options.health_timings = HealthTimings::FromConfig(config.health());
+    if (config.health().has_auto_drain()) {
+      options.auto_drain = AutoDrainPolicy::FromConfig(config.health().auto_drain());
+    }
+  }
+  if (config.event_log_capacity() > 0) {
+    options.event_log_capacity = config.event_log_capacity();
+  }
   return options;
 }
 
@@ -62,11 +89,23 @@ Inventory::Inventory(const Clock* clock, InventoryOptions options,
     : clock_(clock),
       options_(options),
       down_after_(options.telemetry_interval * options.down_after_intervals),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      events_(options.event_log_capacity) {}
 
 NodeState Inventory::StateOf(const Node& node) {
   if (node.drained) return weft::v1::NODE_STATE_DRAINED;
-  return node.reporting ? weft::v1::NODE_STATE_HEALTHY : weft::v1::NODE_STATE_DOWN;
+  if (!node.reporting) return weft::v1::NODE_STATE_DOWN;
+  return node.health.state();
+}
+
+NicRates Inventory::RatesOf(const Node& node) {
+  NicRates total;
+  // A silent node's last rates describe the past; report nothing rather than stale.
+  if (!node.reporting) return total;
+  for (const NicState& nic : node.nics) {
+    if (!nic.window.empty()) total += nic.window.back().rates;
+  }
+  return total;
 }
 
 void Inventory::AddToStateCount(NodeState state, int64_t delta) {
@@ -79,6 +118,20 @@ void Inventory::AddToStateCount(NodeState state, int64_t delta) {
 std::optional<StateChange> Inventory::NoteStateChange(const std::string& name,
                                                       NodeState before, const Node& node,
                                                       absl::string_view reason) {
+  std::optional<StateChange> change = CountStateChange(name, before, node, reason);
+  if (change.has_value()) {
+    weft::v1::Event event = MakeEvent(weft::v1::EVENT_KIND_STATE_CHANGED, name,
+                                      clock_->Now(), std::string(reason));
+    event.set_from_state(change->from);
+    event.set_to_state(change->to);
+    events_.Append(std::move(event));
+  }
+  return change;
+}
+
+std::optional<StateChange> Inventory::CountStateChange(const std::string& name,
+                                                       NodeState before, const Node& node,
+                                                       absl::string_view reason) {
   const NodeState after = StateOf(node);
   if (after == before) return std::nullopt;
   AddToStateCount(before, -1);
@@ -130,6 +183,10 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
   }
   auto [it, inserted] = nodes_.try_emplace(info.name());
   Node& node = it->second;
+  if (inserted) {
+    node.health = HealthTracker(options_.health_timings);
+    node.sick_or_clean_since = now;
+  }
   const NodeState before = inserted ? NodeState::NODE_STATE_UNSPECIFIED : StateOf(node);
   Registration registration;
   registration.fenced_epoch = node.epoch;  // 0 for a new node
@@ -154,6 +211,7 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
   node.epoch = registration.session_epoch;
   node.registered_at = now;
   node.last_seen = now;
+  if (inserted || !node.reporting) node.health.Resume(now);
   node.reporting = true;
 
   metrics_->RegistrationAccepted();
@@ -170,6 +228,16 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
                    << " gpus=" << info.gpus_size();
     NoteStateChange(info.name(), before, node, "registered again");
   }
+  events_.Append(MakeEvent(
+      weft::v1::EVENT_KIND_REGISTERED, info.name(), now,
+      absl::StrCat("session ", registration.session_epoch,
+                   registration.fenced_epoch != 0
+                       ? absl::StrCat(" (fenced session ", registration.fenced_epoch, ")")
+                       : "",
+                   ": rack ", info.rack().empty() ? "-" : info.rack(), ", pod ",
+                   info.pod().empty() ? "-" : info.pod(), ", ", info.nics_size(),
+                   info.nics_size() == 1 ? " NIC, " : " NICs, ", info.gpus_size(),
+                   info.gpus_size() == 1 ? " GPU" : " GPUs")));
   if (registration.fenced_epoch != 0) {
     metrics_->SessionFenced();
     WEFT_LOG(WARNING) << "fenced session node=" << info.name()
@@ -227,18 +295,13 @@ absl::Status Inventory::AcceptTelemetry(absl::string_view name, uint64_t epoch,
                       << " port=" << sample.port() << " reason=\"NIC not registered\"";
       continue;
     }
-    WindowSample entry;
-    entry.received_at = now;
-    entry.timestamp_us = sample.timestamp_us();
-    entry.rates_valid = sample.rates_valid();
-    entry.has_error = !sample.error().empty();
-    entry.rates = RatesFromSample(sample);
-    nic->window.push_back(entry);
+    nic->window.push_back(ReadingFromSample(sample, now));
     while (nic->window.size() > static_cast<size_t>(options_.window_samples)) {
       nic->window.pop_front();
     }
     nic->latest = sample;
     nic->has_latest = true;
+    UpdateFindings(it->first, *nic, now);
     ++accepted;
   }
   if (dropped > 0) metrics_->SamplesDropped("unknown_nic", dropped);
@@ -248,6 +311,7 @@ absl::Status Inventory::AcceptTelemetry(absl::string_view name, uint64_t epoch,
   if (!node.reporting) {
     const NodeState before = StateOf(node);
     node.reporting = true;
+    node.health.Resume(now);
     if (!NoteStateChange(it->first, before, node, "telemetry resumed")) {
       WEFT_LOG(INFO) << "node reporting again node=" << name
                      << " state=" << NodeStateName(StateOf(node));
@@ -266,6 +330,7 @@ std::vector<StateChange> Inventory::EvaluateLiveness() {
     if (silence <= down_after_) continue;
     const NodeState before = StateOf(node);
     node.reporting = false;
+    node.health.Suspend();
     const std::string reason = absl::StrCat(
         "no telemetry for ", absl::FormatDuration(absl::Trunc(silence, absl::Milliseconds(1))));
     if (auto change = NoteStateChange(name, before, node, reason)) {
@@ -288,17 +353,30 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Drain(absl::string_view name,
   }
   Node& node = it->second;
   const std::string stored_reason(reason.empty() ? kNoReasonGiven : reason);
+  const NodeState before = StateOf(node);
+  weft::v1::Event event = MakeEvent(weft::v1::EVENT_KIND_DRAINED, name, clock_->Now(),
+                                    stored_reason);
+  event.set_drained_by(weft::v1::DRAIN_SOURCE_OPERATOR);
+  event.set_from_state(before);
+  event.set_to_state(weft::v1::NODE_STATE_DRAINED);
   if (node.drained) {
-    node.drain_reason = stored_reason;
+    if (node.drained_by == weft::v1::DRAIN_SOURCE_AUTO) {
+      event.set_message(absl::StrCat(stored_reason, " (operator took over the auto drain: ",
+                                     node.drain_reason, ")"));
+    }
     WEFT_LOG(INFO) << "drain reason updated node=" << name << " reason=\"" << stored_reason
-                   << "\"";
+                   << "\" previous=\"" << node.drain_reason << "\"";
+    node.drain_reason = stored_reason;
+    node.drained_by = weft::v1::DRAIN_SOURCE_OPERATOR;
+    events_.Append(std::move(event));
     return StatusOf(node);
   }
-  const NodeState before = StateOf(node);
   node.drained = true;
+  node.drained_by = weft::v1::DRAIN_SOURCE_OPERATOR;
   node.drain_reason = stored_reason;
   metrics_->NodeDrained();
-  NoteStateChange(it->first, before, node, absl::StrCat("drained: ", stored_reason));
+  CountStateChange(it->first, before, node, absl::StrCat("drained: ", stored_reason));
+  events_.Append(std::move(event));
   return StatusOf(node);
 }
 
@@ -314,10 +392,24 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Undrain(absl::string_view name) 
         absl::StrCat("node ", name, " is not drained (state ",
                      NodeStateName(StateOf(node)), "); nothing to undrain"));
   }
+  const absl::Time now = clock_->Now();
   const NodeState before = StateOf(node);
+  const weft::v1::DrainSource drained_by = node.drained_by;
   node.drained = false;
+  node.drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
   node.drain_reason.clear();
-  NoteStateChange(it->first, before, node, "undrained");
+  // The operator wants the node back: a still-sick node gets a full auto-drain
+  // period before the policy may take it again.
+  if (node.sick) node.sick_or_clean_since = now;
+  CountStateChange(it->first, before, node, "undrained");
+  weft::v1::Event event = MakeEvent(
+      weft::v1::EVENT_KIND_UNDRAINED, name, now,
+      drained_by == weft::v1::DRAIN_SOURCE_AUTO ? "undrained by an operator (was auto-drained)"
+                                                : "undrained by an operator");
+  event.set_drained_by(weft::v1::DRAIN_SOURCE_OPERATOR);
+  event.set_from_state(before);
+  event.set_to_state(StateOf(node));
+  events_.Append(std::move(event));
   return StatusOf(node);
 }
 
@@ -330,15 +422,18 @@ weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
   status.set_last_seen_us(absl::ToUnixMicros(node.last_seen));
   status.set_registered_at_us(absl::ToUnixMicros(node.registered_at));
   status.set_session_epoch(node.epoch);
-  NicRates total;
+  status.set_health(node.health.state());
+  status.set_drained_by(node.drained_by);
   for (const NicState& nic : node.nics) {
     weft::v1::NicStatus* nic_status = status.add_nics();
     *nic_status->mutable_nic() = nic.nic;
     if (nic.has_latest) *nic_status->mutable_latest() = nic.latest;
-    if (!nic.window.empty()) total += nic.window.back().rates;
+    // A silent node's findings describe the past, like its rates.
+    if (node.reporting) {
+      for (const Finding& finding : nic.findings) *status.add_findings() = finding.ToProto();
+    }
   }
-  // A silent node's last rates describe the past; report nothing rather than stale.
-  *status.mutable_rates() = ToProto(node.reporting ? total : NicRates{});
+  *status.mutable_rates() = ToProto(RatesOf(node));
   return status;
 }
 
@@ -360,6 +455,173 @@ std::vector<weft::v1::NodeStatus> Inventory::ListNodes(absl::string_view rack) c
     result.push_back(StatusOf(node));
   }
   return result;
+}
+
+void Inventory::UpdateFindings(const std::string& node_name, NicState& nic,
+                               absl::Time now) {
+  std::vector<Finding> current =
+      EvaluateNicWindow(nic.nic.device(), nic.nic.port(), nic.window, options_.health);
+  auto has_rule = [](const std::vector<Finding>& findings, HealthRule rule) {
+    return std::any_of(findings.begin(), findings.end(),
+                       [rule](const Finding& f) { return f.rule == rule; });
+  };
+  for (const Finding& finding : current) {
+    if (has_rule(nic.findings, finding.rule)) continue;
+    metrics_->HealthRuleFired(HealthRuleName(finding.rule));
+    const std::string description = DescribeFinding(finding);
+    WEFT_LOG(WARNING) << "health rule fired node=" << node_name << " " << description;
+    weft::v1::Event event =
+        MakeEvent(weft::v1::EVENT_KIND_RULE_FIRED, node_name, now, description);
+    *event.mutable_finding() = finding.ToProto();
+    events_.Append(std::move(event));
+  }
+  for (const Finding& finding : nic.findings) {
+    if (has_rule(current, finding.rule)) continue;
+    const std::string description =
+        absl::StrCat(HealthRuleName(finding.rule), " on ", finding.device, "/", finding.port,
+                     " cleared after ", Rounded(now - finding.since), " (last: ",
+                     finding.detail, ")");
+    WEFT_LOG(INFO) << "health rule cleared node=" << node_name << " " << description;
+    weft::v1::Event event =
+        MakeEvent(weft::v1::EVENT_KIND_RULE_CLEARED, node_name, now, description);
+    *event.mutable_finding() = finding.ToProto();
+    events_.Append(std::move(event));
+  }
+  nic.findings = std::move(current);
+}
+
+std::optional<StateChange> Inventory::ApplyAutoDrain(const std::string& name, Node& node,
+                                                     absl::Time now) {
+  AutoDrainInput input;
+  input.drained = node.drained;
+  input.drained_by = node.drained_by;
+  input.sick = node.sick;
+  input.condition_since = node.sick_or_clean_since;
+  const AutoDrainAction action = DecideAutoDrain(options_.auto_drain, input, now);
+  if (action == AutoDrainAction::kNone) return std::nullopt;
+  const NodeState before = StateOf(node);
+  const std::string held = Rounded(now - node.sick_or_clean_since);
+  if (action == AutoDrainAction::kDrain) {
+    node.drained = true;
+    node.drained_by = weft::v1::DRAIN_SOURCE_AUTO;
+    node.drain_reason =
+        node.reporting
+            ? absl::StrCat("auto: ", node.health_reason, " (DEGRADED for ", held, ")")
+            : absl::StrCat("auto: no telemetry (DOWN for ", held, ")");
+    metrics_->NodeAutoDrained();
+  } else {
+    node.drained = false;
+    node.drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
+    node.drain_reason.clear();
+    metrics_->NodeAutoUndrained();
+  }
+  const std::string message =
+      action == AutoDrainAction::kDrain
+          ? node.drain_reason
+          : absl::StrCat("auto: HEALTHY for ", held, ", undrained");
+  std::optional<StateChange> change = CountStateChange(name, before, node, message);
+  weft::v1::Event event = MakeEvent(action == AutoDrainAction::kDrain
+                                        ? weft::v1::EVENT_KIND_DRAINED
+                                        : weft::v1::EVENT_KIND_UNDRAINED,
+                                    name, now, message);
+  event.set_drained_by(weft::v1::DRAIN_SOURCE_AUTO);
+  event.set_from_state(before);
+  event.set_to_state(StateOf(node));
+  events_.Append(std::move(event));
+  return change;
+}
+
+std::vector<StateChange> Inventory::EvaluateHealth() {
+  const absl::Time now = clock_->Now();
+  std::vector<StateChange> changes;
+  std::map<HealthRule, int64_t> active;
+  std::vector<NodeSummary> summaries;
+  absl::MutexLock lock(&mu_);
+  summaries.reserve(nodes_.size());
+  for (auto& [name, node] : nodes_) {
+    const NodeState before = StateOf(node);
+    if (node.reporting) {
+      const Finding* earliest = nullptr;
+      int count = 0;
+      for (const NicState& nic : node.nics) {
+        for (const Finding& finding : nic.findings) {
+          ++active[finding.rule];
+          ++count;
+          if (earliest == nullptr || finding.since < earliest->since) earliest = &finding;
+        }
+      }
+      std::optional<absl::Time> firing_since;
+      if (earliest != nullptr) firing_since = earliest->since;
+      if (node.health.Observe(now, firing_since)) {
+        std::string reason;
+        if (node.health.degraded()) {
+          reason = DescribeFinding(*earliest);
+          if (count > 1) absl::StrAppend(&reason, " (+", count - 1, " more)");
+          node.health_reason = reason;
+        } else {
+          reason = absl::StrCat("no health rule fired for ",
+                                Rounded(options_.health_timings.recover_after));
+        }
+        if (auto change = NoteStateChange(name, before, node, reason)) {
+          changes.push_back(*std::move(change));
+        } else {
+          WEFT_LOG(INFO) << "node health changed while drained node=" << name
+                         << " health=" << NodeStateName(node.health.state())
+                         << " reason=\"" << reason << "\"";
+        }
+      }
+    }
+    const bool sick = !node.reporting || node.health.degraded();
+    if (sick != node.sick) {
+      node.sick = sick;
+      node.sick_or_clean_since = now;
+    }
+    if (auto change = ApplyAutoDrain(name, node, now)) changes.push_back(*std::move(change));
+    summaries.push_back(NodeSummary{node.info.pod(), node.info.rack(), StateOf(node),
+                                    RatesOf(node)});
+  }
+  for (HealthRule rule : kAllHealthRules) {
+    auto it = active.find(rule);
+    metrics_->SetActiveFindings(HealthRuleName(rule), it == active.end() ? 0 : it->second);
+  }
+  metrics_->SetRackStatus(AggregateRacks(summaries, ""));
+  return changes;
+}
+
+std::vector<StateChange> Inventory::Sweep() {
+  std::vector<StateChange> changes = EvaluateLiveness();
+  std::vector<StateChange> health = EvaluateHealth();
+  changes.insert(changes.end(), std::make_move_iterator(health.begin()),
+                 std::make_move_iterator(health.end()));
+  return changes;
+}
+
+weft::v1::ListEventsResponse Inventory::ListEvents(
+    const weft::v1::ListEventsRequest& request) const {
+  EventQuery query;
+  query.node = request.node();
+  if (request.since_us() != 0) query.since = absl::FromUnixMicros(request.since_us());
+  if (request.within_ms() != 0) {
+    const absl::Time start =
+        clock_->Now() - absl::Milliseconds(static_cast<int64_t>(std::min<uint64_t>(
+                            request.within_ms(), std::numeric_limits<int64_t>::max() / 1000)));
+    query.since = std::max(query.since, start);
+  }
+  query.limit = request.limit();
+  return events_.List(query);
+}
+
+weft::v1::ListRacksResponse Inventory::ListRacks(absl::string_view pod) const {
+  std::vector<NodeSummary> summaries;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    summaries.reserve(nodes_.size());
+    for (const auto& [name, node] : nodes_) {
+      summaries.push_back(NodeSummary{node.info.pod(), node.info.rack(), StateOf(node),
+                                      RatesOf(node)});
+    }
+  }
+  return AggregateRacks(summaries, pod);
 }
 
 absl::StatusOr<std::vector<WindowSample>> Inventory::NicWindow(absl::string_view name,

@@ -1,8 +1,10 @@
 // Inventory: the controller's table of nodes — what each node is (rack, pod, NICs,
-// GPUs), which agent session speaks for it, whether it is alive, whether an operator
-// drained it, and a short window of telemetry per NIC with the node's current rates.
-// Pure logic over protos and a Clock: no gRPC; the services in agent_service.h and
-// admin_service.h adapt to it and a ticker calls EvaluateLiveness().
+// GPUs), which agent session speaks for it, whether it is alive, whether it is
+// drained (and by whom), a short window of telemetry per NIC with the node's current
+// rates, the health rules firing on its NICs, and its health state with hysteresis.
+// It also owns the event log those changes are recorded in. Pure logic over protos
+// and a Clock: no gRPC; the services in agent_service.h and admin_service.h adapt to
+// it and a ticker calls Sweep().
 //
 // Invariants:
 //   * One entry per node name. A Register of a known node replaces its NodeInfo and
@@ -10,15 +12,23 @@
 //   * Session epochs of a node only grow: a Register returns
 //     max(current epoch of the node, last_session_epoch) + 1, and from then on only
 //     that epoch is accepted (the older session is "fenced").
-//   * state = DRAINED if an operator drained the node, else HEALTHY while it reports
-//     and DOWN once it has been silent for more than down_after_intervals ×
-//     telemetry_interval. `reporting` tracks liveness independently of draining.
-//     (DEGRADED is part of the API and of the metrics; nothing sets it yet.)
+//   * state = DRAINED if the node is drained (by an operator or by the auto-drain
+//     policy), else DOWN once it has been silent for more than down_after_intervals ×
+//     telemetry_interval, else DEGRADED while its HealthTracker says so, else HEALTHY.
+//     `reporting` tracks liveness and `health` tracks the rules, independently of
+//     draining, so a drained node keeps being judged.
+//   * Each NIC's findings are EvaluateNicWindow() of its current window: recomputed
+//     whenever a sample arrives; a rule that starts or stops firing is logged as an
+//     event and counted. Findings are shown only while the node reports.
+//   * An operator's drain is never undone by the controller. An operator who drains
+//     an auto-drained node takes it over; an operator undrain restarts the auto-drain
+//     clock of a still-sick node.
 //   * Register and accepted telemetry count as "heard from the node"; a node's rates
 //     are zero while it is not reporting.
 //
 // Thread-safe: every method may be called from any thread (one internal mutex; no
-// method blocks on anything else, so gRPC reactors may call it).
+// method blocks on anything else, so gRPC reactors may call it). Lock order: the
+// inventory's mutex, then the EventLog's and the metrics' own.
 #ifndef WEFT_CONTROLLER_INVENTORY_H_
 #define WEFT_CONTROLLER_INVENTORY_H_
 
@@ -38,7 +48,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "controller/auto_drain.h"
 #include "controller/controller_metrics.h"
+#include "controller/event_log.h"
+#include "controller/health_rules.h"
+#include "controller/health_tracker.h"
 #include "controller/nic_rates.h"
 #include "proto/weft/v1/admin.pb.h"
 #include "proto/weft/v1/config.pb.h"
@@ -52,8 +66,14 @@ struct InventoryOptions {
   int down_after_intervals = 3;
   // Samples kept per NIC; older ones are dropped first.
   int window_samples = 60;
+  HealthThresholds health;
+  HealthTimings health_timings;
+  AutoDrainPolicy auto_drain;
+  size_t event_log_capacity = 10000;
 
-  // telemetry_interval_ms, down_after_intervals and window_samples of `config`.
+  // The options of `config`; the health section and event_log_capacity only where
+  // `config` has them (otherwise the defaults above, which are
+  // DefaultControllerConfig()'s).
   static InventoryOptions FromConfig(const weft::v1::ControllerConfig& config);
 };
 
@@ -72,14 +92,9 @@ struct StateChange {
   std::string reason;
 };
 
-// One entry of a NIC's window: what was received and what it contributes to rates.
-struct WindowSample {
-  absl::Time received_at;
-  int64_t timestamp_us = 0;  // the agent's reading time
-  bool rates_valid = false;
-  bool has_error = false;
-  NicRates rates;  // zero when has_error or !rates_valid
-};
+// One entry of a NIC's window: what was received, what it contributes to rates and
+// what the health rules read (health_rules.h).
+using WindowSample = NicReading;
 
 class Inventory {
  public:
@@ -112,15 +127,25 @@ class Inventory {
                                const weft::v1::TelemetryBatch& batch);
 
   // Marks nodes silent for more than the down-after threshold as not reporting.
-  // Returns the state changes it made (each is logged and counted once).
+  // Returns the state changes it made (each is logged, counted and recorded once).
   std::vector<StateChange> EvaluateLiveness();
 
-  // Puts the node in DRAINED with `reason` ("no reason given" when empty). Draining a
-  // drained node only replaces the reason. NOT_FOUND names an unknown node.
+  // Feeds every node's findings to its HealthTracker (DEGRADED / HEALTHY with
+  // hysteresis), applies the auto-drain policy, and refreshes the finding and rack
+  // gauges. Returns the state changes it made.
+  std::vector<StateChange> EvaluateHealth();
+
+  // EvaluateLiveness() then EvaluateHealth(): what the controller's ticker calls.
+  std::vector<StateChange> Sweep();
+
+  // An operator puts the node in DRAINED with `reason` ("no reason given" when
+  // empty). Draining a drained node replaces the reason and makes the drain the
+  // operator's (an auto drain is taken over). NOT_FOUND names an unknown node.
   absl::StatusOr<weft::v1::NodeStatus> Drain(absl::string_view node,
                                              absl::string_view reason);
-  // Returns a drained node to HEALTHY or DOWN by its liveness. NOT_FOUND for an
-  // unknown node; FAILED_PRECONDITION when the node is not drained.
+  // An operator returns a drained node (whoever drained it) to its liveness and
+  // health state. NOT_FOUND for an unknown node; FAILED_PRECONDITION when the node
+  // is not drained.
   absl::StatusOr<weft::v1::NodeStatus> Undrain(absl::string_view node);
 
   // NOT_FOUND names an unknown node.
@@ -133,15 +158,26 @@ class Inventory {
                                                       absl::string_view device,
                                                       uint32_t port) const;
 
+  // The event log's entries matching `request` (node, since_us, within_ms by this
+  // inventory's clock, limit), oldest first.
+  weft::v1::ListEventsResponse ListEvents(const weft::v1::ListEventsRequest& request) const;
+
+  // Node counts and summed rates per rack and per pod; only pod `pod` when not empty.
+  weft::v1::ListRacksResponse ListRacks(absl::string_view pod = "") const;
+
   // down_after_intervals × telemetry_interval.
   absl::Duration down_after() const { return down_after_; }
+
+  EventLog& events() { return events_; }
 
  private:
   struct NicState {
     weft::v1::Nic nic;
     bool has_latest = false;
     weft::v1::NicSample latest;
-    std::deque<WindowSample> window;
+    std::deque<NicReading> window;
+    // EvaluateNicWindow(window), as of the latest sample.
+    std::vector<Finding> findings;
   };
 
   struct Node {
@@ -151,21 +187,44 @@ class Inventory {
     absl::Time last_seen;
     bool reporting = true;
     bool drained = false;
+    weft::v1::DrainSource drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
     std::string drain_reason;
     std::vector<NicState> nics;  // in NodeInfo order
+    HealthTracker health;
+    // Why the node last became DEGRADED (the rule that fired first).
+    std::string health_reason;
+    // Sick (not reporting, or DEGRADED) or clean, and since when: what the
+    // auto-drain policy judges. Updated by EvaluateHealth.
+    bool sick = false;
+    absl::Time sick_or_clean_since;
   };
 
   using NodeMap = std::map<std::string, Node, std::less<>>;
 
   static weft::v1::NodeState StateOf(const Node& node);
+  // Sum of the NICs' latest rates; zero while the node is not reporting.
+  static NicRates RatesOf(const Node& node);
   weft::v1::NodeStatus StatusOf(const Node& node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckSessionLocked(absl::string_view node, uint64_t epoch) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // When the node's state now differs from `before`, logs the transition, updates
-  // the metrics and returns it.
+  // the metrics and returns it (CountStateChange), and records it in the event log
+  // as STATE_CHANGED (NoteStateChange).
+  std::optional<StateChange> CountStateChange(const std::string& name,
+                                              weft::v1::NodeState before,
+                                              const Node& node, absl::string_view reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<StateChange> NoteStateChange(const std::string& name,
                                              weft::v1::NodeState before,
                                              const Node& node, absl::string_view reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recomputes a NIC's findings after a new sample; logs and counts the rules that
+  // started or stopped firing.
+  void UpdateFindings(const std::string& node_name, NicState& nic, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drains or undrains by the auto-drain policy's decision; returns the change.
+  std::optional<StateChange> ApplyAutoDrain(const std::string& name, Node& node,
+                                            absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddToStateCount(weft::v1::NodeState state, int64_t delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -174,6 +233,7 @@ class Inventory {
   const InventoryOptions options_;
   const absl::Duration down_after_;
   ControllerMetrics* const metrics_;
+  EventLog events_;
 
   mutable absl::Mutex mu_;
   NodeMap nodes_ ABSL_GUARDED_BY(mu_);

@@ -2,7 +2,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "common/daemon_config.h"
 #include "common/fake_clock.h"
 #include "controller/controller_metrics.h"
 #include "controller/metrics_test_util.h"
@@ -389,6 +391,436 @@ TEST_F(InventoryTest, ListNodesSortsAndFiltersByRack) {
   EXPECT_EQ(r1[1].info().name(), "c");
   EXPECT_TRUE(inventory_->ListNodes("r9").empty());
   EXPECT_EQ(inventory_->GetNode("zzz").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(InventoryOptionsTest, FromConfigTakesTheHealthSectionAndDefaultsMatch) {
+  weft::v1::ControllerConfig config = DefaultControllerConfig();
+  config.mutable_health()->set_degrade_after_ms(500);
+  config.mutable_health()->set_pfc_pause_share(0.25);
+  config.mutable_health()->mutable_auto_drain()->set_enabled(true);
+  config.set_event_log_capacity(123);
+  const InventoryOptions options = InventoryOptions::FromConfig(config);
+  EXPECT_EQ(options.health_timings.degrade_after, absl::Milliseconds(500));
+  EXPECT_EQ(options.health.pfc_pause_share, 0.25);
+  EXPECT_TRUE(options.auto_drain.enabled);
+  EXPECT_EQ(options.event_log_capacity, 123u);
+
+  // A config without the section (a hand-built one) gets the same defaults as
+  // DefaultControllerConfig().
+  weft::v1::ControllerConfig bare;
+  bare.set_telemetry_interval_ms(1000);
+  bare.set_down_after_intervals(3);
+  bare.set_window_samples(60);
+  const InventoryOptions from_bare = InventoryOptions::FromConfig(bare);
+  const InventoryOptions from_default = InventoryOptions::FromConfig(DefaultControllerConfig());
+  EXPECT_EQ(from_bare.health.consecutive_samples, from_default.health.consecutive_samples);
+  EXPECT_EQ(from_bare.health_timings.recover_after, from_default.health_timings.recover_after);
+  EXPECT_EQ(from_bare.auto_drain.after, from_default.auto_drain.after);
+  EXPECT_EQ(from_bare.event_log_capacity, from_default.event_log_capacity);
+}
+
+// ---------------------------------------------------------------------------
+// Health: rules, hysteresis, auto-drain, events and rack gauges through the
+// inventory, driven like the controller drives it: telemetry once per second, a sweep
+// every 250 ms, all on a FakeClock.
+
+// A valid sample with the port up and PFC on priority 3 paused `pause_share` of the
+// time (rx direction).
+weft::v1::NicSample PfcSample(const std::string& device, double pause_share) {
+  weft::v1::NicSample sample = Sample(device, 25e9);
+  sample.set_port_state(weft::v1::PORT_STATE_ACTIVE);
+  auto* pfc = sample.add_pfc();
+  pfc->set_priority(3);
+  pfc->mutable_rx_pause_duration_us()->set_per_second(pause_share * 1e6);
+  return sample;
+}
+
+class InventoryHealthTest : public InventoryTest {
+ protected:
+  void SetUp() override { Configure(InventoryOptions()); }
+
+  void Configure(InventoryOptions options) {
+    Reset(options);
+    ASSERT_TRUE(inventory_->Register(MakeNode("n1", 2, "r1"), 0).ok());
+    epoch_ = 1;
+  }
+
+  // Runs `seconds` seconds: sweeps every 250 ms, and at the end of each second (unless
+  // `silent`) n1 reports mlx5_0 paused `share_0` of the time and mlx5_1 quiet.
+  void Run(int seconds, double share_0, bool silent = false) {
+    for (int s = 0; s < seconds; ++s) {
+      for (int tick = 1; tick <= 4; ++tick) {
+        clock_.Advance(absl::Milliseconds(250));
+        if (tick == 4 && !silent) {
+          ASSERT_TRUE(inventory_
+                          ->AcceptTelemetry("n1", epoch_,
+                                            Batch({PfcSample("mlx5_0", share_0),
+                                                   PfcSample("mlx5_1", 0.01)}))
+                          .ok());
+        }
+        for (StateChange& change : inventory_->Sweep()) {
+          changes_.push_back({clock_.Now(), std::move(change)});
+        }
+      }
+    }
+  }
+
+  weft::v1::NodeStatus Node(const std::string& name = "n1") {
+    auto status = inventory_->GetNode(name);
+    EXPECT_TRUE(status.ok()) << status.status();
+    return status.ok() ? *status : weft::v1::NodeStatus();
+  }
+
+  // The first recorded change of n1 into `state`; InfiniteFuture when none.
+  absl::Time FirstChangeTo(weft::v1::NodeState state) {
+    for (const auto& [at, change] : changes_) {
+      if (change.to == state) return at;
+    }
+    return absl::InfiniteFuture();
+  }
+
+  std::vector<weft::v1::Event> Events(weft::v1::EventKind kind) {
+    std::vector<weft::v1::Event> out;
+    const weft::v1::ListEventsResponse all =
+        inventory_->ListEvents(weft::v1::ListEventsRequest());
+    for (const auto& event : all.events()) {
+      if (event.kind() == kind) out.push_back(event);
+    }
+    return out;
+  }
+
+  uint64_t epoch_ = 0;
+  std::vector<std::pair<absl::Time, StateChange>> changes_;
+};
+
+TEST_F(InventoryHealthTest, PfcStormDegradesWithinFiveSecondsAndRecoversOnlyAfterTenClean) {
+  Run(5, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_TRUE(changes_.empty());
+
+  // Worst case for detection: the storm starts 0.3 s before a reading, so that
+  // reading's interval is paused only 29% of the time (below 50%).
+  const absl::Time storm_start = clock_.Now() + absl::Milliseconds(700);
+  Run(1, 0.29);
+  Run(1, 0.97);  // the run of stormy samples starts here
+  const absl::Time run_start = clock_.Now();
+  Run(1, 0.97);  // second in a row: the rule fires
+  weft::v1::NodeStatus firing = Node();
+  EXPECT_EQ(firing.state(), weft::v1::NODE_STATE_HEALTHY) << "not before degrade_after";
+  ASSERT_EQ(firing.findings_size(), 1);
+  const weft::v1::Finding& finding = firing.findings(0);
+  EXPECT_EQ(finding.rule(), "pfc_pause_storm");
+  EXPECT_EQ(finding.device(), "mlx5_0");
+  EXPECT_DOUBLE_EQ(finding.value(), 0.97);
+  EXPECT_DOUBLE_EQ(finding.threshold(), 0.5);
+  EXPECT_EQ(finding.since_us(), absl::ToUnixMicros(run_start));
+  EXPECT_EQ(Metric("weft_controller_health_rule_firings_total", {{"rule", "pfc_pause_storm"}}),
+            1);
+  EXPECT_EQ(Metric("weft_controller_health_findings", {{"rule", "pfc_pause_storm"}}), 1);
+
+  Run(3, 0.97);
+  const absl::Time degraded_at = FirstChangeTo(weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(degraded_at, run_start + absl::Seconds(2));
+  EXPECT_LE(degraded_at - storm_start, absl::Seconds(5));
+  ASSERT_EQ(changes_.size(), 1u);
+  EXPECT_EQ(changes_[0].second.from, weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(changes_[0].second.reason,
+            "pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% of the time on priority 3 "
+            "(threshold 50.0%)");
+  weft::v1::NodeStatus degraded = Node();
+  EXPECT_EQ(degraded.state(), weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(degraded.health(), weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "degraded"}}), 1);
+  EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "healthy"}}), 0);
+  EXPECT_EQ(Metric("weft_controller_node_state_changes_total", {{"to", "degraded"}}), 1);
+
+  // The storm ends: the rule clears at once, the node recovers 10 s later.
+  Run(1, 0.01);
+  const absl::Time clean_since = clock_.Now();
+  EXPECT_EQ(Node().findings_size(), 0);
+  EXPECT_EQ(Metric("weft_controller_health_findings", {{"rule", "pfc_pause_storm"}}), 0);
+  Run(9, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED) << "9 s clean is not enough";
+  Run(1, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(FirstChangeTo(weft::v1::NODE_STATE_HEALTHY), clean_since + absl::Seconds(10));
+  EXPECT_EQ(changes_.back().second.reason, "no health rule fired for 10s");
+  EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "healthy"}}), 1);
+
+  // The events tell the story with the numbers.
+  const auto fired = Events(weft::v1::EVENT_KIND_RULE_FIRED);
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].node(), "n1");
+  EXPECT_EQ(fired[0].finding().rule(), "pfc_pause_storm");
+  EXPECT_DOUBLE_EQ(fired[0].finding().value(), 0.97);
+  EXPECT_DOUBLE_EQ(fired[0].finding().threshold(), 0.5);
+  const auto cleared = Events(weft::v1::EVENT_KIND_RULE_CLEARED);
+  ASSERT_EQ(cleared.size(), 1u);
+  EXPECT_EQ(cleared[0].time_us(), absl::ToUnixMicros(clean_since));
+  EXPECT_NE(cleared[0].message().find("pfc_pause_storm on mlx5_0/1 cleared after 5s"),
+            std::string::npos)
+      << cleared[0].message();
+  const auto states = Events(weft::v1::EVENT_KIND_STATE_CHANGED);
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[0].to_state(), weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(states[0].time_us(), absl::ToUnixMicros(degraded_at));
+  EXPECT_EQ(states[1].from_state(), weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(states[1].to_state(), weft::v1::NODE_STATE_HEALTHY);
+}
+
+TEST_F(InventoryHealthTest, ShortBurstsAndInvalidRatesDoNotDegrade) {
+  // Storm, quiet, storm, ...: never two stormy samples in a row.
+  for (int i = 0; i < 10; ++i) {
+    Run(1, 0.97);
+    Run(1, 0.01);
+  }
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(Metric("weft_controller_health_rule_firings_total", {{"rule", "pfc_pause_storm"}}),
+            0);
+
+  // Pause values on samples whose rates are not valid (a counter reset) count for
+  // nothing; neither do samples without the PFC counters.
+  for (int i = 0; i < 10; ++i) {
+    weft::v1::NicSample reset = PfcSample("mlx5_0", 0.97);
+    reset.set_rates_valid(false);
+    weft::v1::NicSample no_pfc = PfcSample("mlx5_1", 0);
+    no_pfc.clear_pfc();
+    clock_.Advance(absl::Seconds(1));
+    ASSERT_TRUE(inventory_->AcceptTelemetry("n1", epoch_, Batch({reset, no_pfc})).ok());
+    inventory_->Sweep();
+  }
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(Node().findings_size(), 0);
+}
+
+TEST_F(InventoryHealthTest, DownOutranksDegradedAndFindingsAreHiddenWhileSilent) {
+  Run(6, 0.97);
+  ASSERT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  Run(4, 0, /*silent=*/true);
+  weft::v1::NodeStatus down = Node();
+  EXPECT_EQ(down.state(), weft::v1::NODE_STATE_DOWN);
+  EXPECT_EQ(down.findings_size(), 0);
+  EXPECT_EQ(Metric("weft_controller_health_findings", {{"rule", "pfc_pause_storm"}}), 0);
+  EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "down"}}), 1);
+  EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "degraded"}}), 0);
+
+  // Back and clean: DEGRADED (its health is still judged so) until 10 s of clean
+  // reports since its return; the silent time does not count as clean.
+  Run(1, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  Run(9, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  Run(1, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+}
+
+InventoryOptions AutoDrainOptions() {
+  InventoryOptions options;
+  options.auto_drain.enabled = true;
+  options.auto_drain.after = absl::Seconds(5);
+  options.auto_drain.undrain_after_clean = absl::Seconds(20);
+  return options;
+}
+
+TEST_F(InventoryHealthTest, AutoDrainsASickNodeAndUndrainsItAfterACleanWindow) {
+  Configure(AutoDrainOptions());
+  Run(3, 0.97);  // fires at 2 s, DEGRADED at 3 s
+  ASSERT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  const absl::Time degraded_at = FirstChangeTo(weft::v1::NODE_STATE_DEGRADED);
+  Run(4, 0.97);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  Run(1, 0.97);
+  weft::v1::NodeStatus drained = Node();
+  ASSERT_EQ(drained.state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(FirstChangeTo(weft::v1::NODE_STATE_DRAINED), degraded_at + absl::Seconds(5));
+  EXPECT_EQ(drained.drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
+  EXPECT_EQ(drained.drain_reason(),
+            "auto: pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% of the time on priority 3 "
+            "(threshold 50.0%) (DEGRADED for 5s)");
+  EXPECT_EQ(Metric("weft_controller_auto_drains_total"), 1);
+  EXPECT_EQ(Metric("weft_controller_drains_total"), 0) << "that counter is the operators'";
+  EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "drained"}}), 1);
+
+  // Recovery: HEALTHY 10 s after the first clean sample (still drained), undrained
+  // 20 s after that.
+  Run(10, 0.01);
+  EXPECT_EQ(Node().health(), weft::v1::NODE_STATE_DEGRADED);
+  Run(1, 0.01);
+  EXPECT_EQ(Node().health(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DRAINED);
+  Run(19, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DRAINED);
+  Run(1, 0.01);
+  weft::v1::NodeStatus undrained = Node();
+  EXPECT_EQ(undrained.state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(undrained.drained_by(), weft::v1::DRAIN_SOURCE_UNSPECIFIED);
+  EXPECT_EQ(undrained.drain_reason(), "");
+  EXPECT_EQ(Metric("weft_controller_auto_undrains_total"), 1);
+
+  const auto drains = Events(weft::v1::EVENT_KIND_DRAINED);
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_EQ(drains[0].drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
+  EXPECT_EQ(drains[0].from_state(), weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(drains[0].message(), drained.drain_reason());
+  const auto undrains = Events(weft::v1::EVENT_KIND_UNDRAINED);
+  ASSERT_EQ(undrains.size(), 1u);
+  EXPECT_EQ(undrains[0].drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
+  EXPECT_EQ(undrains[0].message(), "auto: HEALTHY for 20s, undrained");
+  EXPECT_EQ(undrains[0].to_state(), weft::v1::NODE_STATE_HEALTHY);
+}
+
+TEST_F(InventoryHealthTest, NeverUndoesAnOperatorDrain) {
+  Configure(AutoDrainOptions());
+  Run(3, 0.97);
+  ASSERT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  ASSERT_TRUE(inventory_->Drain("n1", "swap optics on mlx5_0").ok());
+  EXPECT_EQ(Node().drained_by(), weft::v1::DRAIN_SOURCE_OPERATOR);
+  Run(5, 0.97);
+  Run(120, 0.01);  // long healthy
+  weft::v1::NodeStatus node = Node();
+  EXPECT_EQ(node.state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(node.health(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(node.drain_reason(), "swap optics on mlx5_0");
+  EXPECT_EQ(Metric("weft_controller_auto_drains_total"), 0);
+  EXPECT_EQ(Metric("weft_controller_auto_undrains_total"), 0);
+}
+
+TEST_F(InventoryHealthTest, AnOperatorWhoDrainsAnAutoDrainedNodeTakesItOver) {
+  Configure(AutoDrainOptions());
+  Run(9, 0.97);
+  ASSERT_EQ(Node().drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
+  auto taken = inventory_->Drain("n1", "RMA the NIC");
+  ASSERT_TRUE(taken.ok());
+  EXPECT_EQ(taken->drained_by(), weft::v1::DRAIN_SOURCE_OPERATOR);
+  EXPECT_EQ(taken->drain_reason(), "RMA the NIC");
+  Run(120, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(Metric("weft_controller_auto_undrains_total"), 0);
+  const auto drains = Events(weft::v1::EVENT_KIND_DRAINED);
+  ASSERT_EQ(drains.size(), 2u);
+  EXPECT_EQ(drains[1].drained_by(), weft::v1::DRAIN_SOURCE_OPERATOR);
+  EXPECT_NE(drains[1].message().find("operator took over the auto drain"), std::string::npos);
+}
+
+TEST_F(InventoryHealthTest, OperatorUndrainRestartsTheAutoDrainClock) {
+  Configure(AutoDrainOptions());
+  Run(9, 0.97);
+  ASSERT_EQ(Node().state(), weft::v1::NODE_STATE_DRAINED);
+  auto undrained = inventory_->Undrain("n1");
+  ASSERT_TRUE(undrained.ok());
+  EXPECT_EQ(undrained->state(), weft::v1::NODE_STATE_DEGRADED);  // still sick
+  const absl::Time undrained_at = clock_.Now();
+  Run(4, 0.97);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED) << "not at once again";
+  Run(1, 0.97);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(Metric("weft_controller_auto_drains_total"), 2);
+  const auto undrains = Events(weft::v1::EVENT_KIND_UNDRAINED);
+  ASSERT_EQ(undrains.size(), 1u);
+  EXPECT_EQ(undrains[0].drained_by(), weft::v1::DRAIN_SOURCE_OPERATOR);
+  EXPECT_EQ(undrains[0].time_us(), absl::ToUnixMicros(undrained_at));
+}
+
+TEST_F(InventoryHealthTest, ASilentNodeIsAutoDrainedAsDown) {
+  Configure(AutoDrainOptions());
+  Run(2, 0.01);
+  Run(4, 0, /*silent=*/true);  // DOWN after more than 3 s of silence
+  const absl::Time down_at = FirstChangeTo(weft::v1::NODE_STATE_DOWN);
+  ASSERT_NE(down_at, absl::InfiniteFuture());
+  Run(4, 0, /*silent=*/true);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DOWN);
+  Run(1, 0, /*silent=*/true);
+  weft::v1::NodeStatus node = Node();
+  ASSERT_EQ(node.state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(FirstChangeTo(weft::v1::NODE_STATE_DRAINED), down_at + absl::Seconds(5));
+  EXPECT_EQ(node.drain_reason(), "auto: no telemetry (DOWN for 5s)");
+  EXPECT_FALSE(node.reporting());
+
+  // It comes back clean: undrained after 20 s of HEALTHY reports.
+  Run(19, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DRAINED);
+  Run(2, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+}
+
+TEST_F(InventoryHealthTest, ListEventsFiltersByNodeAndTime) {
+  ASSERT_TRUE(inventory_->Register(MakeNode("n2", 1, "r2"), 0).ok());
+  Run(10, 0.97);
+  ASSERT_TRUE(inventory_->Drain("n2", "test").ok());
+
+  weft::v1::ListEventsRequest request;
+  request.set_node("n2");
+  weft::v1::ListEventsResponse n2 = inventory_->ListEvents(request);
+  ASSERT_EQ(n2.events_size(), 3);
+  EXPECT_EQ(n2.events(0).kind(), weft::v1::EVENT_KIND_REGISTERED);
+  EXPECT_EQ(n2.events(0).message(), "session 1: rack r2, pod p1, 1 NIC, 1 GPU");
+  EXPECT_EQ(n2.events(1).kind(), weft::v1::EVENT_KIND_STATE_CHANGED);  // silent: DOWN
+  EXPECT_EQ(n2.events(1).to_state(), weft::v1::NODE_STATE_DOWN);
+  EXPECT_EQ(n2.events(2).kind(), weft::v1::EVENT_KIND_DRAINED);
+  EXPECT_EQ(n2.events(2).drained_by(), weft::v1::DRAIN_SOURCE_OPERATOR);
+  EXPECT_EQ(n2.events(2).from_state(), weft::v1::NODE_STATE_DOWN);
+  EXPECT_EQ(n2.events(2).message(), "test");
+  EXPECT_EQ(n2.capacity(), 10000u);
+
+  // The last 5 s by the inventory's clock: only the drain (the rule fired at 2 s, n1
+  // degraded at 3 s, n2 went DOWN at 3.25 s).
+  weft::v1::ListEventsRequest recent;
+  recent.set_within_ms(5000);
+  weft::v1::ListEventsResponse last = inventory_->ListEvents(recent);
+  ASSERT_EQ(last.events_size(), 1);
+  EXPECT_EQ(last.events(0).node(), "n2");
+
+  weft::v1::ListEventsRequest since;
+  since.set_since_us(absl::ToUnixMicros(clock_.Now() - absl::Seconds(8)));
+  weft::v1::ListEventsResponse from = inventory_->ListEvents(since);
+  ASSERT_EQ(from.events_size(), 4);
+  EXPECT_EQ(from.events(0).kind(), weft::v1::EVENT_KIND_RULE_FIRED);
+  EXPECT_EQ(from.events(1).kind(), weft::v1::EVENT_KIND_STATE_CHANGED);
+  EXPECT_EQ(from.events(1).node(), "n1");
+  EXPECT_EQ(from.events(2).node(), "n2");
+  EXPECT_FALSE(from.truncated());
+
+  request.set_limit(1);
+  weft::v1::ListEventsResponse newest = inventory_->ListEvents(request);
+  ASSERT_EQ(newest.events_size(), 1);
+  EXPECT_EQ(newest.events(0).kind(), weft::v1::EVENT_KIND_DRAINED);
+  EXPECT_TRUE(newest.truncated());
+}
+
+TEST_F(InventoryHealthTest, RackAggregatesAndGaugesFollowTheInventory) {
+  weft::v1::NodeInfo other = MakeNode("n2", 1, "r2");
+  ASSERT_TRUE(inventory_->Register(other, 0).ok());
+  Run(6, 0.97);  // n1 (r1) DEGRADED; n2 (r2) silent since registering: DOWN
+
+  weft::v1::ListRacksResponse racks = inventory_->ListRacks();
+  ASSERT_EQ(racks.racks_size(), 2);
+  EXPECT_EQ(racks.racks(0).rack(), "r1");
+  EXPECT_EQ(racks.racks(0).pod(), "p1");
+  EXPECT_EQ(racks.racks(0).nodes().degraded(), 1u);
+  EXPECT_DOUBLE_EQ(racks.racks(0).rates().tx_gbps(), 400.0);  // 2 NICs × 25 GB/s
+  EXPECT_DOUBLE_EQ(racks.racks(0).rates().pfc_pause_us_per_s(), 980'000);
+  EXPECT_EQ(racks.racks(1).nodes().down(), 1u);
+  ASSERT_EQ(racks.pods_size(), 1);
+  EXPECT_EQ(racks.pods(0).racks(), 2u);
+  EXPECT_EQ(racks.pods(0).nodes().total(), 2u);
+  EXPECT_EQ(inventory_->ListRacks("p9").racks_size(), 0);
+
+  const std::map<std::string, std::string> r1 = {{"pod", "p1"}, {"rack", "r1"}};
+  EXPECT_DOUBLE_EQ(Metric("weft_rack_tx_bytes_per_second", r1), 50e9);
+  EXPECT_DOUBLE_EQ(Metric("weft_rack_pfc_pause_seconds_per_second", r1), 0.98);
+  EXPECT_EQ(Metric("weft_rack_nodes", {{"pod", "p1"}, {"rack", "r1"}, {"state", "degraded"}}),
+            1);
+  EXPECT_EQ(Metric("weft_rack_nodes", {{"pod", "p1"}, {"rack", "r2"}, {"state", "down"}}), 1);
+
+  // n2 moves to rack r3: r2's series go, r3's appear.
+  other.set_rack("r3");
+  ASSERT_TRUE(inventory_->Register(other, 1).ok());
+  inventory_->Sweep();
+  EXPECT_FALSE(
+      MetricValue(registry_, "weft_rack_tx_bytes_per_second", {{"pod", "p1"}, {"rack", "r2"}})
+          .has_value());
+  EXPECT_EQ(Metric("weft_rack_nodes", {{"pod", "p1"}, {"rack", "r3"}, {"state", "healthy"}}),
+            1);
 }
 
 }  // namespace

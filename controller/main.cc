@@ -89,7 +89,10 @@ int Run() {
                  << " serving grpc=" << server.listen_address()
                  << " metrics=" << server.metrics_address()
                  << " telemetry_interval_ms=" << config->telemetry_interval_ms()
-                 << " down_after_intervals=" << config->down_after_intervals();
+                 << " down_after_intervals=" << config->down_after_intervals()
+                 << " degrade_after_ms=" << config->health().degrade_after_ms()
+                 << " recover_after_ms=" << config->health().recover_after_ms()
+                 << " auto_drain=" << (config->health().auto_drain().enabled() ? "on" : "off");
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

@@ -46,8 +46,6 @@ class ClusterTest : public ::testing::Test {
     metrics_port_ = FreePort();
     controller_address_ = absl::StrCat("127.0.0.1:", controller_port_);
     StartController();
-    channel_ = grpc::CreateChannel(controller_address_, grpc::InsecureChannelCredentials());
-    admin_ = weft::v1::AdminService::NewStub(channel_);
   }
 
   void StartController() {
@@ -59,6 +57,12 @@ class ClusterTest : public ::testing::Test {
                                  absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
                                  absl::StrCat("--down_after=", kDownAfter)},
         log);
+    // Connect only once it listens: a channel that met "connection refused" first would
+    // sit in gRPC's reconnect backoff for a second or more.
+    ASSERT_TRUE(weft::testing::WaitForPort(controller_port_, absl::Seconds(10)))
+        << controller_->Log();
+    channel_ = grpc::CreateChannel(controller_address_, grpc::InsecureChannelCredentials());
+    admin_ = weft::v1::AdminService::NewStub(channel_);
   }
 
   // Starts (or restarts) the agent of `node`; extra flags such as {"--fault", "pfc_storm"}.
@@ -191,8 +195,16 @@ TEST_F(ClusterTest, AgentsRegisterWithInventoryAndReportPlausibleRates) {
 TEST_F(ClusterTest, PfcStormFaultShowsOnlyOnFaultyNode) {
   StartAgent("gpu-a01", "rack-a", {"--fault", "pfc_storm"});
   StartAgent("gpu-a02", "rack-a");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01", "gpu-a02"}, absl::Seconds(15))) << DumpLogs();
+  // The storm node turns DEGRADED about 2 s after its first stormy sample (health
+  // rules); only the healthy node is waited for as HEALTHY.
+  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a02"}, absl::Seconds(15))) << DumpLogs();
+  ASSERT_TRUE(WaitForState("gpu-a01", weft::v1::NODE_STATE_DEGRADED, absl::Seconds(10)))
+      << DumpLogs();
   auto nodes = NodesByName();
+  ASSERT_GE(nodes["gpu-a01"].findings_size(), 1);
+  EXPECT_EQ(nodes["gpu-a01"].findings(0).rule(), "pfc_pause_storm");
+  EXPECT_EQ(nodes["gpu-a01"].findings(0).device(), "mlx5_0");
+  EXPECT_EQ(nodes["gpu-a02"].state(), weft::v1::NODE_STATE_HEALTHY);
   // One NIC paused for most of each second: hundreds of thousands of µs per second.
   EXPECT_GT(nodes["gpu-a01"].rates().pfc_pause_us_per_s(), 500'000);
   EXPECT_LT(nodes["gpu-a02"].rates().pfc_pause_us_per_s(),

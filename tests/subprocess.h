@@ -50,6 +50,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv, absl::Duration ti
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to 0, then released).
 int FreePort();
 
+// Whether something accepts TCP connections on 127.0.0.1:`port` within `timeout`.
+bool WaitForPort(int port, absl::Duration timeout);
+
 // TEST_TMPDIR (or /tmp) joined with `name`.
 std::string TempPath(const std::string& name);
 
