@@ -34,6 +34,8 @@ absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentCon
   if (flags.metrics) config->set_metrics_address(*flags.metrics);
   if (flags.health) config->set_health_address(*flags.health == "off" ? "" : *flags.health);
   if (flags.interval_ms) config->set_interval_ms(*flags.interval_ms);
+  if (flags.backend) config->set_backend(*flags.backend);
+  if (flags.root) config->mutable_linux()->set_root(*flags.root);
   weft::v1::SimulatedBackendConfig* sim = config->mutable_simulated();
   if (flags.nics) sim->set_nics(*flags.nics);
   if (flags.gpus) sim->set_gpus(*flags.gpus);

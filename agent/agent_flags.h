@@ -6,6 +6,7 @@
 //   --metrics HOST:PORT|off               /metrics endpoint
 //   --health HOST:PORT|off                gRPC health endpoint
 //   --interval_ms N
+//   --backend simulated|linux, --root DIR NIC backend and the Linux backend's sysfs root
 //   --nics N, --gpus N, --traffic_level X simulated backend
 //   --fault NAME[,NAME...]                simulated faults (repeatable; replaces the
 //                                         file's list; "none" clears it)
@@ -35,6 +36,8 @@ struct AgentFlagOverrides {
   std::optional<std::string> metrics;
   std::optional<std::string> health;
   std::optional<uint32_t> interval_ms;
+  std::optional<std::string> backend;
+  std::optional<std::string> root;
   std::optional<uint32_t> nics;
   std::optional<uint32_t> gpus;
   std::optional<double> traffic_level;

@@ -21,11 +21,13 @@
 #include "agent/agent_flags.h"
 #include "agent/controller_client.h"
 #include "agent/health_server.h"
-#include "agent/sim_backend.h"
+#include "agent/backend_factory.h"
+#include "agent/inspect.h"
 #include "common/clock.h"
 #include "common/daemon_config.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
+#include "common/text_output.h"
 #include "prometheus/registry.h"
 
 ABSL_FLAG(std::string, config, "", "YAML agent config (AgentConfig); defaults when empty");
@@ -43,6 +45,11 @@ ABSL_FLAG(std::optional<double>, traffic_level, std::nullopt,
 ABSL_FLAG(std::optional<std::string>, fault, std::nullopt,
           "simulated faults: pfc_storm, link_down, retransmits, dead (comma-separated or "
           "repeated; none clears the config's)");
+ABSL_FLAG(std::optional<std::string>, backend, std::nullopt,
+          "NIC backend: simulated or linux (inspect defaults to linux)");
+ABSL_FLAG(std::optional<std::string>, root, std::nullopt,
+          "linux backend: filesystem root holding sys/ (default /)");
+ABSL_FLAG(std::string, output, "table", "inspect: table or json");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::agent {
@@ -73,9 +80,50 @@ absl::StatusOr<weft::v1::AgentConfig> ConfigFromFlags() {
   flags.gpus = absl::GetFlag(FLAGS_gpus);
   flags.traffic_level = absl::GetFlag(FLAGS_traffic_level);
   flags.faults = absl::GetFlag(FLAGS_fault);
+  flags.backend = absl::GetFlag(FLAGS_backend);
+  flags.root = absl::GetFlag(FLAGS_root);
   if (absl::Status s = ApplyAgentFlags(flags, &*config); !s.ok()) return s;
   if (absl::Status s = ValidateAgentConfig(*config); !s.ok()) return s;
   return config;
+}
+
+// `weft-agent inspect`: discover and read every counter once, print, exit. Needs no
+// controller and no node name; without --config or --backend it reads the real node.
+int Inspect() {
+  if (absl::GetFlag(FLAGS_config).empty() && !absl::GetFlag(FLAGS_backend).has_value()) {
+    absl::SetFlag(&FLAGS_backend, std::string("linux"));
+  }
+  if (!absl::GetFlag(FLAGS_node).has_value()) absl::SetFlag(&FLAGS_node, std::string("inspect"));
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output != "table" && output != "json") {
+    std::cerr << "weft-agent inspect: flag --output: value '" << output
+              << "' is not a format; accepted: table, json\n";
+    return 2;
+  }
+  absl::StatusOr<weft::v1::AgentConfig> config = ConfigFromFlags();
+  if (!config.ok()) {
+    std::cerr << "weft-agent inspect: " << config.status().message() << "\n";
+    return 2;
+  }
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<NicBackend>> backend = MakeNicBackend(*config, &clock);
+  if (!backend.ok()) {
+    std::cerr << "weft-agent inspect: " << backend.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<NodeInventory> inventory = (*backend)->Discover();
+  if (!inventory.ok()) {
+    std::cerr << "weft-agent inspect: " << inventory.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<std::vector<RawNicReading>> readings = (*backend)->ReadCounters();
+  if (!readings.ok()) {
+    std::cerr << "weft-agent inspect: " << readings.status().message() << "\n";
+    return 1;
+  }
+  const weft::v1::NodeSnapshot snapshot = MakeSnapshot(*inventory, *readings);
+  std::cout << (output == "json" ? FormatJson(snapshot) : FormatSnapshotTable(snapshot));
+  return 0;
 }
 
 bool Enabled(const std::string& address) { return !address.empty() && address != "off"; }
@@ -89,12 +137,21 @@ int Main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  absl::SetProgramUsageMessage("weft-agent --config FILE | --node NAME [flags]");
+  absl::SetProgramUsageMessage(
+      "weft-agent --config FILE | --node NAME [flags]\n"
+      "       weft-agent inspect [--root DIR] [--backend linux|simulated] [--output table|json]");
   std::vector<std::string> args =
       MergeRepeatedFlag(std::vector<std::string>(argv, argv + argc), "fault");
   std::vector<char*> arg_ptrs;
   for (std::string& arg : args) arg_ptrs.push_back(arg.data());
-  absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+  if (positional.size() == 2 && std::string(positional[1]) == "inspect") return Inspect();
+  if (positional.size() > 1) {
+    std::cerr << "weft-agent: unexpected argument '" << positional[1]
+              << "'; the only command is 'inspect'\n";
+    return 2;
+  }
 
   absl::StatusOr<LogLevel> log_level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   absl::StatusOr<weft::v1::AgentConfig> config = ConfigFromFlags();
@@ -106,8 +163,7 @@ int Main(int argc, char** argv) {
   SetMinLogLevel(*log_level);
 
   RealClock clock;
-  absl::StatusOr<std::unique_ptr<SimBackend>> backend =
-      SimBackend::Create(config->simulated(), config->node_name(), &clock);
+  absl::StatusOr<std::unique_ptr<NicBackend>> backend = MakeNicBackend(*config, &clock);
   if (!backend.ok()) {
     std::cerr << "weft-agent: " << backend.status().message() << "\n";
     return 2;

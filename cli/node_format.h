@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "google/protobuf/message.h"
+#include "common/text_output.h"
 #include "proto/weft/v1/admin.pb.h"
 
 namespace weft {
@@ -38,11 +38,7 @@ std::string FormatEventsTable(const weft::v1::ListEventsResponse& events);
 // CNP/S PFC_PAUSE_US/S), then the same per pod (with its number of racks).
 std::string FormatRacksTable(const weft::v1::ListRacksResponse& racks);
 
-// Proto3 JSON with the original field names, pretty-printed, ending in a newline.
-std::string FormatJson(const google::protobuf::Message& message);
 
-// Columns padded to their widest cell, separated by two spaces.
-std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace weft
 

@@ -84,6 +84,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_controller_address("127.0.0.1:7400");
   config.set_metrics_address("127.0.0.1:7411");
   config.set_health_address("127.0.0.1:7410");
+  config.mutable_linux()->set_root("/");
   config.set_interval_ms(1000);
   config.set_backend("simulated");
   weft::v1::SimulatedBackendConfig* simulated = config.mutable_simulated();
@@ -128,15 +129,10 @@ absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) 
 
 absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
   RETURN_IF_ERROR(ValidateRules(config, kAgentContext));
-  if (config.backend() == "linux") {
-    return Invalid(kAgentContext, "backend",
-                   "value 'linux': the Linux NIC backend is not in this build yet",
-                   "simulated");
-  }
-  if (config.backend() != "simulated") {
+  if (config.backend() != "simulated" && config.backend() != "linux") {
     return Invalid(kAgentContext, "backend",
                    absl::StrCat("value '", config.backend(), "' is not a known backend"),
-                   "simulated (linux is reserved for the Linux NIC backend)");
+                   "simulated, linux");
   }
   const weft::v1::ReconnectConfig& reconnect = config.reconnect();
   if (reconnect.max_backoff_ms() < reconnect.initial_backoff_ms()) {

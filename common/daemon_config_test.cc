@@ -211,17 +211,17 @@ TEST(DaemonConfigTest, ControllerAddressesMustDiffer) {
 TEST(DaemonConfigTest, AgentBackend) {
   AgentConfig config = ValidAgentConfig();
   config.set_backend("linux");
-  absl::Status status = ValidateAgentConfig(config);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      status.message(),
-      "agent config: field 'backend': value 'linux': the Linux NIC backend is not in "
-      "this build yet; accepted: simulated");
+  EXPECT_TRUE(ValidateAgentConfig(config).ok());
+  config.mutable_linux()->set_root("");
+  EXPECT_EQ(ValidateAgentConfig(config).message(),
+            "agent config: field 'linux.root': value '' is empty; accepted: a non-empty "
+            "string");
 
+  config = ValidAgentConfig();
   config.set_backend("Simulated");
   EXPECT_EQ(ValidateAgentConfig(config).message(),
             "agent config: field 'backend': value 'Simulated' is not a known backend; "
-            "accepted: simulated (linux is reserved for the Linux NIC backend)");
+            "accepted: simulated, linux");
 
   config.set_backend("");
   EXPECT_EQ(ValidateAgentConfig(config).message(),

@@ -25,7 +25,7 @@ using ::weft::v1::SimFault;
 
 constexpr char kAgentKeys[] =
     "node_name, rack, pod, controller_address, metrics_address, interval_ms, backend, "
-    "simulated, reconnect, health_address";
+    "simulated, reconnect, health_address, linux";
 constexpr char kSimulatedKeys[] =
     "nics, gpus, link_speed_gbps, traffic_level, seed, faults";
 constexpr char kFaultNames[] =

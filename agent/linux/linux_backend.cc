@@ -127,6 +127,12 @@ LinuxNicBackend::LinuxNicBackend(LinuxBackendOptions options, EthtoolReader* eth
                                  const Clock* clock)
     : options_(std::move(options)), sysfs_(options_.root), ethtool_(ethtool), clock_(clock) {}
 
+LinuxNicBackend::LinuxNicBackend(LinuxBackendOptions options,
+                                 std::unique_ptr<EthtoolReader> ethtool, const Clock* clock)
+    : LinuxNicBackend(std::move(options), ethtool.get(), clock) {
+  owned_ethtool_ = std::move(ethtool);
+}
+
 bool LinuxNicBackend::Selected(const std::string& device, const std::string& netdev) const {
   if (!options_.include_devices.empty() && !MatchesAny(options_.include_devices, device)) {
     return false;

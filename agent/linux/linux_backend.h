@@ -15,6 +15,7 @@
 #ifndef WEFT_AGENT_LINUX_LINUX_BACKEND_H_
 #define WEFT_AGENT_LINUX_LINUX_BACKEND_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class LinuxNicBackend : public NicBackend {
  public:
   // `ethtool` and `clock` must outlive the backend.
   LinuxNicBackend(LinuxBackendOptions options, EthtoolReader* ethtool, const Clock* clock);
+  // Owns its ethtool reader (what the agent uses: an IoctlEthtoolReader).
+  LinuxNicBackend(LinuxBackendOptions options, std::unique_ptr<EthtoolReader> ethtool,
+                  const Clock* clock);
 
   absl::StatusOr<NodeInventory> Discover() override;
   absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override;
@@ -58,6 +62,7 @@ class LinuxNicBackend : public NicBackend {
 
   LinuxBackendOptions options_;
   Sysfs sysfs_;
+  std::unique_ptr<EthtoolReader> owned_ethtool_;
   EthtoolReader* ethtool_;
   const Clock* clock_;
   std::vector<Port> ports_;  // from the last Discover()

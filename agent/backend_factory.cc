@@ -1,0 +1,38 @@
+#include "agent/backend_factory.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "agent/linux/ethtool_stats.h"
+#include "agent/linux/linux_backend.h"
+#include "agent/sim_backend.h"
+
+namespace weft::agent {
+
+absl::StatusOr<std::unique_ptr<NicBackend>> MakeNicBackend(const weft::v1::AgentConfig& config,
+                                                           const Clock* clock) {
+  if (config.backend() == "simulated") {
+    absl::StatusOr<std::unique_ptr<SimBackend>> sim =
+        SimBackend::Create(config.simulated(), config.node_name(), clock);
+    if (!sim.ok()) return sim.status();
+    return std::unique_ptr<NicBackend>(std::move(*sim));
+  }
+  if (config.backend() == "linux") {
+    const weft::v1::LinuxBackendConfig& linux_config = config.linux();
+    LinuxBackendOptions options;
+    options.root = linux_config.root();
+    options.include_devices.assign(linux_config.include_devices().begin(),
+                                   linux_config.include_devices().end());
+    options.exclude_devices.assign(linux_config.exclude_devices().begin(),
+                                   linux_config.exclude_devices().end());
+    options.include_netdevs.assign(linux_config.include_netdevs().begin(),
+                                   linux_config.include_netdevs().end());
+    options.exclude_netdevs.assign(linux_config.exclude_netdevs().begin(),
+                                   linux_config.exclude_netdevs().end());
+    return std::unique_ptr<NicBackend>(std::make_unique<LinuxNicBackend>(
+        std::move(options), std::make_unique<IoctlEthtoolReader>(), clock));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "backend '", config.backend(), "' is not a known NIC backend; accepted: simulated, linux"));
+}
+
+}  // namespace weft::agent

@@ -1,0 +1,23 @@
+// MakeNicBackend: the NicBackend an AgentConfig names — "simulated" (agent/sim_backend.h)
+// or "linux" (agent/linux/linux_backend.h over config.linux().root, with the real
+// SIOCETHTOOL reader). Used by weft-agent and `weft-agent inspect`. Thread-safe.
+#ifndef WEFT_AGENT_BACKEND_FACTORY_H_
+#define WEFT_AGENT_BACKEND_FACTORY_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "agent/nic_backend.h"
+#include "common/clock.h"
+#include "proto/weft/v1/config.pb.h"
+
+namespace weft::agent {
+
+// `clock` must outlive the backend. INVALID_ARGUMENT for an unknown backend name or a
+// simulated config the model refuses.
+absl::StatusOr<std::unique_ptr<NicBackend>> MakeNicBackend(const weft::v1::AgentConfig& config,
+                                                           const Clock* clock);
+
+}  // namespace weft::agent
+
+#endif  // WEFT_AGENT_BACKEND_FACTORY_H_

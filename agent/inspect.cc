@@ -1,0 +1,140 @@
+#include "agent/inspect.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/counter_math.h"
+#include "common/text_output.h"
+
+namespace weft::agent {
+namespace {
+
+using weft::v1::NicSample;
+
+std::string PortStateName(uint32_t state) {
+  const std::string& name = weft::v1::PortState_Name(static_cast<weft::v1::PortState>(state));
+  return name.empty() ? absl::StrCat(state) : name.substr(std::string("PORT_STATE_").size());
+}
+
+// One counter row: its name and how to find it in a sample (nullptr when absent).
+struct CounterRow {
+  std::string name;
+  std::function<const weft::v1::Counter*(const NicSample&)> get;
+};
+
+std::vector<CounterRow> CounterRows(const weft::v1::TelemetryBatch& batch) {
+  std::vector<CounterRow> rows;
+  auto port = [](const NicSample& s) { return s.has_port_counters() ? &s.port_counters() : nullptr; };
+  auto cc = [](const NicSample& s) { return s.has_congestion() ? &s.congestion() : nullptr; };
+  auto rt = [](const NicSample& s) { return s.has_retransmission() ? &s.retransmission() : nullptr; };
+  // Every Counter field of the three groups, in proto order, by reflection: a counter
+  // added to telemetry.proto shows up here without a change.
+  auto add_group = [&rows](const google::protobuf::Descriptor* d, auto group) {
+    for (int i = 0; i < d->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor* f = d->field(i);
+      rows.push_back({f->name(), [group, f](const NicSample& s) -> const weft::v1::Counter* {
+                        const google::protobuf::Message* m = group(s);
+                        if (m == nullptr) return nullptr;
+                        return static_cast<const weft::v1::Counter*>(
+                            &m->GetReflection()->GetMessage(*m, f));
+                      }});
+    }
+  };
+  add_group(weft::v1::PortCounters::descriptor(), port);
+  add_group(weft::v1::CongestionCounters::descriptor(), cc);
+  add_group(weft::v1::RetransmissionCounters::descriptor(), rt);
+  // PFC rows for every priority any NIC reports.
+  std::vector<bool> prio(8, false);
+  for (const NicSample& s : batch.samples()) {
+    for (const auto& p : s.pfc()) {
+      if (p.priority() < 8) prio[p.priority()] = true;
+    }
+  }
+  for (uint32_t p = 0; p < 8; ++p) {
+    if (!prio[p]) continue;
+    for (const auto& [suffix, getter] :
+         std::vector<std::pair<std::string, const weft::v1::Counter& (weft::v1::PriorityPfcCounters::*)() const>>{
+             {"rx_pause", &weft::v1::PriorityPfcCounters::rx_pause},
+             {"tx_pause", &weft::v1::PriorityPfcCounters::tx_pause},
+             {"rx_pause_duration_us", &weft::v1::PriorityPfcCounters::rx_pause_duration_us},
+             {"tx_pause_duration_us", &weft::v1::PriorityPfcCounters::tx_pause_duration_us}}) {
+      rows.push_back({absl::StrCat("prio", p, "_", suffix),
+                      [p, getter = getter](const NicSample& s) -> const weft::v1::Counter* {
+                        for (const auto& entry : s.pfc()) {
+                          if (entry.priority() == p) return &(entry.*getter)();
+                        }
+                        return nullptr;
+                      }});
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+weft::v1::NodeSnapshot MakeSnapshot(const NodeInventory& inventory,
+                                    const std::vector<RawNicReading>& readings) {
+  weft::v1::NodeSnapshot snapshot;
+  for (const auto& nic : inventory.nics) *snapshot.mutable_node()->add_nics() = nic;
+  for (const auto& gpu : inventory.gpus) *snapshot.mutable_node()->add_gpus() = gpu;
+  for (const RawNicReading& reading : readings) {
+    if (snapshot.telemetry().collected_at_us() == 0) {
+      snapshot.mutable_telemetry()->set_collected_at_us(absl::ToUnixMicros(reading.timestamp));
+    }
+    *snapshot.mutable_telemetry()->add_samples() =
+        ComputeNicUpdate(/*previous=*/nullptr, reading).sample;
+  }
+  return snapshot;
+}
+
+std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
+  std::string out = "NICs\n";
+  std::vector<std::vector<std::string>> nics = {
+      {"DEVICE", "PORT", "NETDEV", "PCI", "NUMA", "LINK", "STATE", "SPEED_GBPS", "MTU",
+       "ROCEV2_GIDS"}};
+  for (const auto& nic : snapshot.node().nics()) {
+    std::vector<std::string> v2;
+    for (const auto& gid : nic.gids()) {
+      if (gid.type() == weft::v1::GID_TYPE_ROCE_V2) v2.push_back(absl::StrCat(gid.index()));
+    }
+    nics.push_back({nic.device(), absl::StrCat(nic.port()), nic.netdev(), nic.pci_address(),
+                    absl::StrCat(nic.numa_node()), nic.link_layer(), PortStateName(nic.state()),
+                    absl::StrCat(nic.speed_mbps() / 1000.0), absl::StrCat(nic.mtu()),
+                    v2.empty() ? "-" : absl::StrJoin(v2, ",")});
+  }
+  absl::StrAppend(&out, FormatTable(nics), "\nGPUs\n");
+  if (snapshot.node().gpus().empty()) {
+    absl::StrAppend(&out, "(none found)\n");
+  } else {
+    std::vector<std::vector<std::string>> gpus = {
+        {"INDEX", "PCI", "NUMA", "MODEL", "CLOSEST_NIC"}};
+    for (const auto& gpu : snapshot.node().gpus()) {
+      gpus.push_back({absl::StrCat(gpu.index()), gpu.pci_address(), absl::StrCat(gpu.numa_node()),
+                      gpu.model(), gpu.closest_nic().empty() ? "-" : gpu.closest_nic()});
+    }
+    absl::StrAppend(&out, FormatTable(gpus));
+  }
+
+  const auto& samples = snapshot.telemetry().samples();
+  std::vector<std::vector<std::string>> counters = {{"COUNTER"}};
+  for (const NicSample& s : samples) counters[0].push_back(s.device());
+  for (const CounterRow& row : CounterRows(snapshot.telemetry())) {
+    std::vector<std::string> cells = {row.name};
+    for (const NicSample& s : samples) {
+      const weft::v1::Counter* c = s.error().empty() ? row.get(s) : nullptr;
+      cells.push_back(c == nullptr ? "-" : absl::StrCat(c->total()));
+    }
+    counters.push_back(std::move(cells));
+  }
+  absl::StrAppend(&out, "\nCounters (cumulative)\n", FormatTable(counters));
+  std::string problems;
+  for (const NicSample& s : samples) {
+    if (!s.error().empty()) absl::StrAppend(&problems, "error   ", s.device(), ": ", s.error(), "\n");
+    for (const auto& w : s.warnings()) absl::StrAppend(&problems, "warning ", w, "\n");
+  }
+  if (!problems.empty()) absl::StrAppend(&out, "\n", problems);
+  return out;
+}
+
+}  // namespace weft::agent

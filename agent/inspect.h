@@ -1,0 +1,27 @@
+// `weft-agent inspect`: the first thing an operator runs on a new node — what the
+// agent discovers (NICs with netdev, PCI, NUMA, state, speed, MTU and RoCE v2 GIDs;
+// GPUs with their closest NIC) and one reading of every counter, with the per-NIC
+// errors and warnings that explain a missing number. Pure formatting over a backend's
+// results; thread-safe.
+#ifndef WEFT_AGENT_INSPECT_H_
+#define WEFT_AGENT_INSPECT_H_
+
+#include <string>
+#include <vector>
+
+#include "agent/nic_backend.h"
+#include "proto/weft/v1/agent.pb.h"
+
+namespace weft::agent {
+
+// The snapshot as the wire API spells it (cumulative totals; rates are not valid).
+weft::v1::NodeSnapshot MakeSnapshot(const NodeInventory& inventory,
+                                    const std::vector<RawNicReading>& readings);
+
+// Human-readable report: a NIC table, a GPU table, then one counter table with a column
+// per NIC ("-" where a group is absent), then errors and warnings.
+std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot);
+
+}  // namespace weft::agent
+
+#endif  // WEFT_AGENT_INSPECT_H_

@@ -1,0 +1,22 @@
+// Output for people and scripts, shared by weftctl and `weft-agent inspect`: aligned
+// text tables and proto3 JSON. Pure functions; thread-safe.
+#ifndef WEFT_COMMON_TEXT_OUTPUT_H_
+#define WEFT_COMMON_TEXT_OUTPUT_H_
+
+#include <string>
+#include <vector>
+
+#include "google/protobuf/message.h"
+
+namespace weft {
+
+// Columns padded to their widest cell, separated by two spaces, one line per row.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
+
+// Proto3 JSON with the original field names and zero values, pretty-printed, ending in
+// a newline.
+std::string FormatJson(const google::protobuf::Message& message);
+
+}  // namespace weft
+
+#endif  // WEFT_COMMON_TEXT_OUTPUT_H_
