@@ -270,7 +270,7 @@ absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
       if (!absl::SimpleAtoi(port_name, &port)) continue;
       auto nic = DiscoverPort(device, port);
       if (!nic.ok() || !Selected(device, nic->netdev())) continue;
-      ports.push_back(Port{device, port, nic->netdev()});
+      ports.push_back(Port{device, port, nic->netdev(), nullptr});
       inventory.nics.push_back(*std::move(nic));
     }
   }
@@ -280,62 +280,96 @@ absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
   return inventory;
 }
 
-RawNicReading LinuxNicBackend::ReadPort(const Port& port) {
+absl::StatusOr<std::unique_ptr<LinuxNicBackend::PortFiles>> LinuxNicBackend::OpenPortFiles(
+    const Port& port) {
+  const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
+  auto files = std::make_unique<PortFiles>();
+  ASSIGN_OR_RETURN(SysfsFile state, SysfsFile::Open(sysfs_, port_dir + "/state"));
+  files->state.push_back(std::move(state));
+  for (const HwCounter& counter : kPort) {
+    ASSIGN_OR_RETURN(SysfsFile file,
+                     SysfsFile::Open(sysfs_, absl::StrCat(port_dir, "/counters/", counter.file)));
+    files->port.push_back({counter.field, std::move(file)});
+  }
+  // A hw_counters group exists when its first file does; within a group, single files
+  // are capability-gated and may be absent.
+  auto open_group = [&](const HwCounter* begin, const HwCounter* end,
+                        std::vector<OpenCounter>* out) -> absl::Status {
+    for (const HwCounter* counter = begin; counter != end; ++counter) {
+      absl::StatusOr<SysfsFile> file =
+          SysfsFile::Open(sysfs_, absl::StrCat(port_dir, "/hw_counters/", counter->file));
+      if (file.status().code() == absl::StatusCode::kNotFound) {
+        if (counter == begin) return absl::OkStatus();
+        continue;
+      }
+      if (!file.ok()) return file.status();
+      out->push_back({counter->field, *std::move(file)});
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(open_group(std::begin(kCongestion), std::end(kCongestion), &files->congestion));
+  RETURN_IF_ERROR(
+      open_group(std::begin(kRetransmission), std::end(kRetransmission), &files->retransmission));
+  return files;
+}
+
+RawNicReading LinuxNicBackend::ReadPort(Port& port) {
   RawNicReading reading;
   reading.device = port.device;
   reading.port = port.port;
   reading.timestamp = clock_->Now();
   const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
-  auto state_text = sysfs_.ReadString(port_dir + "/state");
-  if (!state_text.ok()) {
-    reading.error = absl::StrCat("device ", port.device, " port ", port.port,
-                                 " cannot be read: ", state_text.status().message());
+  if (port.files == nullptr) {
+    absl::StatusOr<std::unique_ptr<PortFiles>> files = OpenPortFiles(port);
+    if (!files.ok()) {
+      reading.error = absl::StrCat("device ", port.device, " port ", port.port,
+                                   " cannot be read: ", files.status().message());
+      return reading;
+    }
+    port.files = *std::move(files);
+  }
+  PortFiles& files = *port.files;
+  // Any failed read drops the open files, so the next collection reopens them (a driver
+  // reload gives the port new attribute files).
+  auto fail = [&](const absl::Status& status) {
+    reading.error = std::string(status.message());
+    port.files.reset();
     return reading;
+  };
+  absl::StatusOr<std::string> state_text = files.state.front().ReadString();
+  if (!state_text.ok()) {
+    return fail(absl::NotFoundError(absl::StrCat("device ", port.device, " port ", port.port,
+                                                 " cannot be read: ",
+                                                 state_text.status().message())));
   }
   if (auto state = ParsePortState(*state_text); state.ok()) reading.port_state = *state;
 
   RawNicCounters& c = reading.counters;
-  for (const HwCounter& counter : kPort) {
-    auto value = sysfs_.ReadU64(absl::StrCat(port_dir, "/counters/", counter.file));
-    if (!value.ok()) {
-      reading.error = std::string(value.status().message());
-      return reading;
+  for (const std::vector<OpenCounter>* group :
+       {&files.port, &files.congestion, &files.retransmission}) {
+    for (const OpenCounter& counter : *group) {
+      absl::StatusOr<uint64_t> value = counter.file.ReadU64();
+      if (!value.ok()) return fail(value.status());
+      c.*counter.field = *value;
     }
-    c.*counter.field = *value;
   }
   // Data counters count 4-octet words.
   c.port_xmit_bytes *= 4;
   c.port_rcv_bytes *= 4;
-
-  auto read_group = [&](const HwCounter* begin, const HwCounter* end, const char* group,
-                        bool* present) {
-    *present = sysfs_.Exists(absl::StrCat(port_dir, "/hw_counters/", begin->file));
-    if (!*present) {
-      reading.warnings.push_back(
-          absl::StrCat(port.device, ": no ", group, " counters in hw_counters/"));
-      return true;
-    }
-    for (const HwCounter* counter = begin; counter != end; ++counter) {
-      auto value = sysfs_.ReadU64(absl::StrCat(port_dir, "/hw_counters/", counter->file));
-      if (value.status().code() == absl::StatusCode::kNotFound) continue;  // capability-gated
-      if (!value.ok()) {
-        reading.error = std::string(value.status().message());
-        return false;
-      }
-      c.*(counter->field) = *value;
-    }
-    return true;
-  };
-  if (!read_group(std::begin(kCongestion), std::end(kCongestion), "congestion",
-                  &c.has_congestion) ||
-      !read_group(std::begin(kRetransmission), std::end(kRetransmission), "retransmission",
-                  &c.has_retransmission)) {
-    return reading;
+  c.has_congestion = !files.congestion.empty();
+  c.has_retransmission = !files.retransmission.empty();
+  if (!c.has_congestion) {
+    reading.warnings.push_back(
+        absl::StrCat(port.device, ": no congestion counters in hw_counters/"));
+  }
+  if (!c.has_retransmission) {
+    reading.warnings.push_back(
+        absl::StrCat(port.device, ": no retransmission counters in hw_counters/"));
   }
   if (!sysfs_.Exists(port_dir)) {
     // The device went away while we read it: what we read is not one consistent sample.
-    reading.error = absl::StrCat("device ", port.device, " disappeared while being read");
-    return reading;
+    return fail(absl::NotFoundError(
+        absl::StrCat("device ", port.device, " disappeared while being read")));
   }
 
   if (!port.netdev.empty()) {
@@ -356,7 +390,7 @@ absl::StatusOr<std::vector<RawNicReading>> LinuxNicBackend::ReadCounters() {
   }
   std::vector<RawNicReading> readings;
   readings.reserve(ports_.size());
-  for (const Port& port : ports_) readings.push_back(ReadPort(port));
+  for (Port& port : ports_) readings.push_back(ReadPort(port));
   return readings;
 }
 

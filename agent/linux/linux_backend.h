@@ -49,15 +49,29 @@ class LinuxNicBackend : public NicBackend {
   absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override;
 
  private:
+  // The counter files of one port, kept open between collections (see SysfsFile).
+  struct OpenCounter {
+    uint64_t RawNicCounters::*field;
+    SysfsFile file;
+  };
+  struct PortFiles {
+    std::vector<SysfsFile> state;  // zero or one
+    std::vector<OpenCounter> port;
+    std::vector<OpenCounter> congestion;  // empty: the NIC lacks the group
+    std::vector<OpenCounter> retransmission;
+  };
+
   struct Port {
     std::string device;
     uint32_t port = 1;
     std::string netdev;
+    std::unique_ptr<PortFiles> files;  // null until opened, and after a failed read
   };
 
   absl::StatusOr<weft::v1::Nic> DiscoverPort(const std::string& device, uint32_t port);
   std::vector<weft::v1::Gpu> DiscoverGpus(const std::vector<weft::v1::Nic>& nics);
-  RawNicReading ReadPort(const Port& port);
+  RawNicReading ReadPort(Port& port);
+  absl::StatusOr<std::unique_ptr<PortFiles>> OpenPortFiles(const Port& port);
   bool Selected(const std::string& device, const std::string& netdev) const;
 
   LinuxBackendOptions options_;

@@ -159,6 +159,25 @@ TEST_F(LinuxBackendTest, VanishedDeviceAndGarbageFileAreIsolatedPerNic) {
   }
 }
 
+TEST_F(LinuxBackendTest, DeviceThatComesBackAfterADriverReloadIsReadAgain) {
+  Materialize("mlx5_8nic_8gpu.tree");
+  auto backend = Backend();
+  ASSERT_TRUE(backend->ReadCounters().ok());  // counter files are now held open
+  fs::remove_all(fs::canonical(fs::path(root_) / "sys/class/infiniband/mlx5_2"));
+  auto gone = backend->ReadCounters();
+  ASSERT_TRUE(gone.ok());
+  EXPECT_THAT((*gone)[2].error, HasSubstr("mlx5_2"));
+  // The driver reloads: new attribute files, new values.
+  ASSERT_TRUE(
+      weft::testing::MaterializeFixture("tests/fixtures/mlx5_8nic_8gpu.tree", root_).ok());
+  ASSERT_TRUE(
+      weft::testing::WriteFixtureFile(root_, PortFile(2, "counters/port_xmit_data"), "7").ok());
+  auto back = backend->ReadCounters();
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE((*back)[2].error.empty()) << (*back)[2].error;
+  EXPECT_EQ((*back)[2].counters.port_xmit_bytes, 28u);
+}
+
 TEST_F(LinuxBackendTest, WrappedQCounterGivesTheRightRate) {
   Materialize("mlx5_wrap.tree");
   auto backend = Backend();

@@ -130,6 +130,52 @@ bool Sysfs::Exists(absl::string_view path) const {
   return fs::exists(Path(path), ec);
 }
 
+absl::StatusOr<SysfsFile> SysfsFile::Open(const Sysfs& sysfs, absl::string_view path) {
+  std::string full = sysfs.Path(path);
+  const int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", full);
+  return SysfsFile(fd, std::move(full));
+}
+
+SysfsFile::SysfsFile(SysfsFile&& other) noexcept
+    : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+SysfsFile& SysfsFile::operator=(SysfsFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+SysfsFile::~SysfsFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<std::string> SysfsFile::ReadString() const {
+  char buf[4096];
+  const ssize_t n = pread(fd_, buf, sizeof(buf), 0);
+  if (n < 0) return ErrnoStatus(errno, "read", path_);
+  absl::string_view text(buf, static_cast<size_t>(n));
+  absl::ConsumeSuffix(&text, "\n");
+  return std::string(text);
+}
+
+absl::StatusOr<uint64_t> SysfsFile::ReadU64() const {
+  absl::StatusOr<std::string> text = ReadString();
+  if (!text.ok()) return text.status();
+  absl::StatusOr<uint64_t> value = ParseU64(*text);
+  if (!value.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": expected an unsigned integer, read '", *text, "'"));
+  }
+  return value;
+}
+
 absl::StatusOr<weft::v1::PortState> ParsePortState(absl::string_view text) {
   // "<number>: <NAME>", numbered as enum ib_port_state.
   const size_t colon = text.find(':');

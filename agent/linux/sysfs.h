@@ -43,6 +43,31 @@ class Sysfs {
   std::string root_;
 };
 
+// One sysfs attribute kept open and re-read with pread(2) at offset 0, which makes the
+// kernel regenerate the value: a collection re-reads hundreds of counters without
+// walking their (symlinked) paths again. A read after the device went away fails
+// (ENODEV), which tells the caller to reopen or report. Movable, not copyable;
+// thread-compatible.
+class SysfsFile {
+ public:
+  // Opens root-relative `path` of `sysfs`; errors as Sysfs::ReadString.
+  static absl::StatusOr<SysfsFile> Open(const Sysfs& sysfs, absl::string_view path);
+  SysfsFile(SysfsFile&& other) noexcept;
+  SysfsFile& operator=(SysfsFile&& other) noexcept;
+  SysfsFile(const SysfsFile&) = delete;
+  SysfsFile& operator=(const SysfsFile&) = delete;
+  ~SysfsFile();
+
+  absl::StatusOr<std::string> ReadString() const;
+  absl::StatusOr<uint64_t> ReadU64() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  SysfsFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int fd_ = -1;
+  std::string path_;
+};
+
 // "4: ACTIVE" -> PORT_STATE_ACTIVE. INVALID_ARGUMENT on anything else.
 absl::StatusOr<weft::v1::PortState> ParsePortState(absl::string_view text);
 // "400 Gb/sec (4X NDR)" -> 400000, "2.5 Gb/sec (1X SDR)" -> 2500 (Mb/s).
