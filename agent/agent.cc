@@ -55,7 +55,7 @@ absl::Status Agent::Start() {
   absl::StatusOr<NodeInventory> inventory = backend_->Discover();
   if (!inventory.ok()) return Annotate(inventory.status(), "discovering NICs and GPUs");
   inventory_ = *std::move(inventory);
-  for (const weft::v1::Nic& nic : inventory_.nics) metrics_.AddNic(nic.device(), nic.port());
+  for (const weft::v1::Nic& nic : inventory_.nics) metrics_.AddNic(nic);
   SetRegistered(false);
   WEFT_LOG(INFO) << "agent starting node=" << config_.node_name()
                  << " controller=" << config_.controller_address()
@@ -200,7 +200,8 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
       if (stream->Write(message).ok()) {
         metrics_.BatchSent();
       } else {
-        metrics_.SendError();
+        // A write cut short by our own Stop() is not a send error.
+        if (!stop_requested()) metrics_.SendError();
         write_failed = true;
         break;
       }
@@ -274,7 +275,10 @@ void Agent::NoteNicError(const std::string& device, const std::string& error) {
 weft::v1::TelemetryBatch Agent::Collect() {
   weft::v1::TelemetryBatch batch;
   batch.set_collected_at_us(absl::ToUnixMicros(clock_->Now()));
+  // Real elapsed time (not the injected clock): this is a cost measurement.
+  const absl::Time started = absl::Now();
   absl::StatusOr<std::vector<RawNicReading>> readings = backend_->ReadCounters();
+  metrics_.ObserveCollection(absl::Now() - started);
   if (!readings.ok()) {
     // Still one sample per NIC, each saying why it is empty.
     const std::string error = readings.status().ToString();

@@ -84,8 +84,16 @@ AgentMetrics::AgentMetrics(prometheus::Registry& registry, std::string node_name
                       .Add({})),
       collection_errors_(CounterFamily(registry, "weft_agent_collection_errors_total",
                                        "NIC counter readings that failed, by device.")),
+      collection_duration_(
+          prometheus::BuildHistogram()
+              .Name("weft_agent_collection_duration_seconds")
+              .Help("Time to read every NIC's counters and compute rates, per collection.")
+              .Register(registry)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001,
+                                                               0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                               0.1})),
       pfc_pause_duration_(CounterFamily(
-          registry, "weft_nic_pfc_pause_duration_microseconds_total",
+          registry, "weft_nic_pfc_pause_duration_seconds_total",
           "Time in PFC pause (ethtool {rx,tx}_prio{p}_pause_duration): rx = this port was "
           "paused, tx = this port paused its peer.")),
       pfc_pause_frames_(CounterFamily(registry, "weft_nic_pfc_pause_frames_total",
@@ -102,8 +110,12 @@ void AgentMetrics::CollectionError(const std::string& device) {
 AgentMetrics::NicSeries& AgentMetrics::SeriesFor(const std::string& device, uint32_t port) {
   auto [it, inserted] = nics_.try_emplace({device, port});
   if (inserted) {
-    const prometheus::Labels labels = {
+    prometheus::Labels labels = {
         {"node", node_name_}, {"device", device}, {"port", absl::StrCat(port)}};
+    if (auto ids = nic_ids_.find({device, port}); ids != nic_ids_.end()) {
+      labels["netdev"] = ids->second.first;
+      labels["pci"] = ids->second.second;
+    }
     for (prometheus::Family<prometheus::Counter>* family : nic_families_) {
       it->second.counters.push_back(&family->Add(labels));
     }
@@ -116,17 +128,30 @@ AgentMetrics::PfcSeries& AgentMetrics::PfcSeriesFor(const std::string& device, u
   auto [it, inserted] = nic.pfc.try_emplace(priority);
   if (inserted) {
     auto labels = [&](const char* direction) -> prometheus::Labels {
-      return {{"node", node_name_},
-              {"device", device},
-              {"port", absl::StrCat(port)},
-              {"direction", direction},
-              {"priority", absl::StrCat(priority)}};
+      prometheus::Labels l = {{"node", node_name_},
+                              {"device", device},
+                              {"port", absl::StrCat(port)},
+                              {"direction", direction},
+                              {"priority", absl::StrCat(priority)}};
+      if (auto ids = nic_ids_.find({device, port}); ids != nic_ids_.end()) {
+        l["netdev"] = ids->second.first;
+        l["pci"] = ids->second.second;
+      }
+      return l;
     };
     it->second =
         PfcSeries{&pfc_pause_frames_.Add(labels("rx")), &pfc_pause_frames_.Add(labels("tx")),
                   &pfc_pause_duration_.Add(labels("rx")), &pfc_pause_duration_.Add(labels("tx"))};
   }
   return it->second;
+}
+
+void AgentMetrics::AddNic(const weft::v1::Nic& nic) {
+  {
+    absl::MutexLock lock(&mu_);
+    nic_ids_[{nic.device(), nic.port()}] = {nic.netdev(), nic.pci_address()};
+  }
+  AddNic(nic.device(), nic.port());
 }
 
 void AgentMetrics::AddNic(const std::string& device, uint32_t port) {
@@ -146,8 +171,8 @@ void AgentMetrics::AddNicIncrease(const std::string& device, uint32_t port,
     PfcSeries& series = PfcSeriesFor(device, port, p.priority, nic);
     series.rx_frames->Increment(static_cast<double>(p.rx_pause));
     series.tx_frames->Increment(static_cast<double>(p.tx_pause));
-    series.rx_duration_us->Increment(static_cast<double>(p.rx_pause_duration_us));
-    series.tx_duration_us->Increment(static_cast<double>(p.tx_pause_duration_us));
+    series.rx_duration_us->Increment(static_cast<double>(p.rx_pause_duration_us) / 1e6);
+    series.tx_duration_us->Increment(static_cast<double>(p.tx_pause_duration_us) / 1e6);
   }
 }
 

@@ -7,10 +7,11 @@
 //   weft_agent_reconnects_total                  session attempts after a failure
 //   weft_agent_registered                        1 while registered with a live stream
 //   weft_agent_collection_errors_total{device}   NIC readings that failed
-// Per NIC, labels {node, device, port}: one counter per hardware counter, named after
+//   weft_agent_collection_duration_seconds       histogram of one collection's time
+// Per NIC, labels {node, device, port, netdev, pci}: one counter per hardware counter, named after
 // the kernel's counter (weft_nic_port_xmit_bytes_total, weft_nic_np_cnp_sent_total,
 // weft_nic_packet_seq_err_total, ... see kNicCounters in agent_metrics.cc), plus
-//   weft_nic_pfc_pause_duration_microseconds_total{direction="rx|tx", priority}
+//   weft_nic_pfc_pause_duration_seconds_total{direction="rx|tx", priority}
 //   weft_nic_pfc_pause_frames_total{direction="rx|tx", priority}
 // NIC counters are fed the increases counter_math computes, so they count what this
 // agent observed since it started (wrap handled, resets skipped) rather than mirror the
@@ -29,10 +30,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "agent/nic_backend.h"
+#include "proto/weft/v1/node.pb.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace weft::agent {
@@ -53,6 +57,12 @@ class AgentMetrics {
 
   // Creates the NIC's series at 0 (so rate() works from the first scrape).
   void AddNic(const std::string& device, uint32_t port);
+  // The same, with the NIC's netdev and PCI address as labels of all its series.
+  void AddNic(const weft::v1::Nic& nic);
+  // How long one collection (read every NIC, compute rates) took.
+  void ObserveCollection(absl::Duration duration) {
+    collection_duration_.Observe(absl::ToDoubleSeconds(duration));
+  }
   // Adds one interval's increases of the NIC's counters.
   void AddNicIncrease(const std::string& device, uint32_t port, const RawNicCounters& increase);
 
@@ -78,12 +88,16 @@ class AgentMetrics {
   prometheus::Counter& reconnects_;
   prometheus::Gauge& registered_;
   prometheus::Family<prometheus::Counter>& collection_errors_;
+  prometheus::Histogram& collection_duration_;
   std::vector<prometheus::Family<prometheus::Counter>*> nic_families_;
   prometheus::Family<prometheus::Counter>& pfc_pause_duration_;
   prometheus::Family<prometheus::Counter>& pfc_pause_frames_;
 
   absl::Mutex mu_;
   std::map<std::pair<std::string, uint32_t>, NicSeries> nics_ ABSL_GUARDED_BY(mu_);
+  // netdev and PCI address by (device, port), from AddNic(const Nic&).
+  std::map<std::pair<std::string, uint32_t>, std::pair<std::string, std::string>> nic_ids_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::agent

@@ -80,14 +80,51 @@ TEST(AgentMetricsTest, NicIncreasesAccumulateUnderNodeDevicePortLabels) {
   };
   EXPECT_EQ(MetricValue(registry, "weft_nic_pfc_pause_frames_total", pfc("rx")), 10.0);
   EXPECT_EQ(MetricValue(registry, "weft_nic_pfc_pause_frames_total", pfc("tx")), 12.0);
-  EXPECT_EQ(MetricValue(registry, "weft_nic_pfc_pause_duration_microseconds_total", pfc("rx")),
-            1400.0);
-  EXPECT_EQ(MetricValue(registry, "weft_nic_pfc_pause_duration_microseconds_total", pfc("tx")),
-            1600.0);
+  // ethtool counts µs; Prometheus wants seconds.
+  EXPECT_DOUBLE_EQ(
+      *MetricValue(registry, "weft_nic_pfc_pause_duration_seconds_total", pfc("rx")), 1400e-6);
+  EXPECT_DOUBLE_EQ(
+      *MetricValue(registry, "weft_nic_pfc_pause_duration_seconds_total", pfc("tx")), 1600e-6);
   // No series for priorities without PFC.
   std::map<std::string, std::string> p0 = pfc("rx");
   p0["priority"] = "0";
   EXPECT_EQ(MetricValue(registry, "weft_nic_pfc_pause_frames_total", p0), std::nullopt);
+}
+
+TEST(AgentMetricsTest, NicSeriesCarryNetdevAndPciOfTheDiscoveredNic) {
+  prometheus::Registry registry;
+  AgentMetrics metrics(registry, "gpu-1");
+  weft::v1::Nic nic;
+  nic.set_device("mlx5_4");
+  nic.set_port(1);
+  nic.set_netdev("ens5f0np0");
+  nic.set_pci_address("0000:59:00.0");
+  metrics.AddNic(nic);
+  RawNicCounters increase;
+  increase.port_xmit_bytes = 4096;
+  metrics.AddNicIncrease("mlx5_4", 1, increase);
+  const std::map<std::string, std::string> labels = {{"node", "gpu-1"},
+                                                     {"device", "mlx5_4"},
+                                                     {"port", "1"},
+                                                     {"netdev", "ens5f0np0"},
+                                                     {"pci", "0000:59:00.0"}};
+  EXPECT_EQ(MetricValue(registry, "weft_nic_port_xmit_bytes_total", labels), 4096.0);
+}
+
+TEST(AgentMetricsTest, CollectionDurationIsObserved) {
+  prometheus::Registry registry;
+  AgentMetrics metrics(registry, "gpu-1");
+  metrics.ObserveCollection(absl::Microseconds(800));
+  metrics.ObserveCollection(absl::Milliseconds(3));
+  bool found = false;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "weft_agent_collection_duration_seconds") continue;
+    found = true;
+    ASSERT_EQ(family.metric.size(), 1u);
+    EXPECT_EQ(family.metric[0].histogram.sample_count, 2u);
+    EXPECT_NEAR(family.metric[0].histogram.sample_sum, 0.0038, 1e-9);
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

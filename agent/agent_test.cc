@@ -281,8 +281,13 @@ TEST_F(AgentTest, RegistersStreamsTelemetryAtTheIntervalAndStopsPromptly) {
   EXPECT_GE(Metric("weft_agent_telemetry_batches_sent_total").value_or(0), 8.0);
   EXPECT_EQ(Metric("weft_agent_telemetry_send_errors_total"), 0.0);
   EXPECT_EQ(Metric("weft_agent_reconnects_total"), 0.0);
-  EXPECT_GT(Metric("weft_nic_port_xmit_bytes_total",
-                   {{"node", "node-7"}, {"device", "mlx5_0"}, {"port", "1"}})
+  // NIC series carry the netdev and PCI address the node registered with.
+  const weft::v1::Nic& nic0 = controller_.registers_.front().node().nics(0);
+  EXPECT_GT(Metric("weft_nic_port_xmit_bytes_total", {{"node", "node-7"},
+                                                      {"device", "mlx5_0"},
+                                                      {"port", "1"},
+                                                      {"netdev", nic0.netdev()},
+                                                      {"pci", nic0.pci_address()}})
                 .value_or(0),
             0.0);
   EXPECT_TRUE(controller_.unexpected_.empty());
