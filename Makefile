@@ -4,6 +4,8 @@
 # Each installs missing Debian packages first (tools/deps.sh), then builds with Bazel.
 
 BAZEL ?= bazel
+# Extra flags for `bazel test`; CI passes --nocache_test_results so every test runs.
+TEST_FLAGS ?=
 BINARIES = //controller:weft-controller //agent:weft-agent //cli:weftctl
 
 .PHONY: deps build demo test clean
@@ -18,7 +20,7 @@ demo: build
 	@tools/demo.sh
 
 test: deps
-	@$(BAZEL) test //...
+	@$(BAZEL) test $(TEST_FLAGS) //...
 
 clean:
 	@$(BAZEL) clean
