@@ -36,10 +36,12 @@ absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentCon
   if (flags.interval_ms) config->set_interval_ms(*flags.interval_ms);
   if (flags.backend) config->set_backend(*flags.backend);
   if (flags.root) config->mutable_linux()->set_root(*flags.root);
+  if (flags.lldp) config->set_lldp(*flags.lldp);
   weft::v1::SimulatedBackendConfig* sim = config->mutable_simulated();
   if (flags.nics) sim->set_nics(*flags.nics);
   if (flags.gpus) sim->set_gpus(*flags.gpus);
   if (flags.traffic_level) sim->set_traffic_level(*flags.traffic_level);
+  if (flags.fault_delay_ms) sim->set_fault_delay_ms(*flags.fault_delay_ms);
   if (flags.faults) {
     sim->clear_faults();
     for (absl::string_view name : absl::StrSplit(*flags.faults, ',', absl::SkipWhitespace())) {

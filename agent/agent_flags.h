@@ -7,9 +7,11 @@
 //   --health HOST:PORT|off                gRPC health endpoint
 //   --interval_ms N
 //   --backend simulated|linux, --root DIR NIC backend and the Linux backend's sysfs root
+//   --lldp auto|off|SOCKET                LLDP neighbors from lldpd
 //   --nics N, --gpus N, --traffic_level X simulated backend
 //   --fault NAME[,NAME...]                simulated faults (repeatable; replaces the
 //                                         file's list; "none" clears it)
+//   --fault_delay_ms N                    simulated faults start N ms after agent start
 //
 // Pure functions: thread-safe.
 #ifndef WEFT_AGENT_AGENT_FLAGS_H_
@@ -38,10 +40,12 @@ struct AgentFlagOverrides {
   std::optional<uint32_t> interval_ms;
   std::optional<std::string> backend;
   std::optional<std::string> root;
+  std::optional<std::string> lldp;
   std::optional<uint32_t> nics;
   std::optional<uint32_t> gpus;
   std::optional<double> traffic_level;
   std::optional<std::string> faults;  // comma-separated names
+  std::optional<uint32_t> fault_delay_ms;
 };
 
 // "pfc_storm", "link_down", "retransmits", "dead" (case-insensitive, with or without

@@ -44,6 +44,7 @@ TEST(ApplyAgentFlagsTest, SetFlagsOverrideTheFileAndUnsetOnesLeaveIt) {
   flags.gpus = 4;
   flags.traffic_level = 0.9;
   flags.faults = "pfc_storm, retransmits";
+  flags.fault_delay_ms = 8000;
   ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
 
   EXPECT_EQ(config.node_name(), "gpu-17");
@@ -58,6 +59,7 @@ TEST(ApplyAgentFlagsTest, SetFlagsOverrideTheFileAndUnsetOnesLeaveIt) {
   ASSERT_EQ(config.simulated().faults_size(), 2);
   EXPECT_EQ(config.simulated().faults(0), weft::v1::SIM_FAULT_PFC_STORM);
   EXPECT_EQ(config.simulated().faults(1), weft::v1::SIM_FAULT_RETRANSMITS);
+  EXPECT_EQ(config.simulated().fault_delay_ms(), 8000u);
 }
 
 TEST(ApplyAgentFlagsTest, FaultNoneClearsTheFilesFaults) {

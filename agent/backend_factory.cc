@@ -4,12 +4,15 @@
 #include "absl/strings/str_cat.h"
 #include "agent/linux/ethtool_stats.h"
 #include "agent/linux/linux_backend.h"
+#include "agent/lldp.h"
 #include "agent/sim_backend.h"
 
 namespace weft::agent {
 
-absl::StatusOr<std::unique_ptr<NicBackend>> MakeNicBackend(const weft::v1::AgentConfig& config,
-                                                           const Clock* clock) {
+namespace {
+
+absl::StatusOr<std::unique_ptr<NicBackend>> MakeBareBackend(const weft::v1::AgentConfig& config,
+                                                            const Clock* clock) {
   if (config.backend() == "simulated") {
     absl::StatusOr<std::unique_ptr<SimBackend>> sim =
         SimBackend::Create(config.simulated(), config.node_name(), clock);
@@ -33,6 +36,20 @@ absl::StatusOr<std::unique_ptr<NicBackend>> MakeNicBackend(const weft::v1::Agent
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "backend '", config.backend(), "' is not a known NIC backend; accepted: simulated, linux"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<NicBackend>> MakeNicBackend(const weft::v1::AgentConfig& config,
+                                                           const Clock* clock) {
+  absl::StatusOr<std::unique_ptr<NicBackend>> backend = MakeBareBackend(config, clock);
+  if (!backend.ok()) return backend;
+  const std::string& lldp = config.lldp();
+  if (lldp == "off" || lldp.empty() || (lldp == "auto" && config.backend() != "linux")) {
+    return backend;
+  }
+  return std::unique_ptr<NicBackend>(std::make_unique<LldpNicBackend>(
+      *std::move(backend), std::make_unique<LldpcliReader>(lldp == "auto" ? "" : lldp)));
 }
 
 }  // namespace weft::agent

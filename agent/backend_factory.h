@@ -1,6 +1,9 @@
 // MakeNicBackend: the NicBackend an AgentConfig names — "simulated" (agent/sim_backend.h)
 // or "linux" (agent/linux/linux_backend.h over config.linux().root, with the real
-// SIOCETHTOOL reader). Used by weft-agent and `weft-agent inspect`. Thread-safe.
+// SIOCETHTOOL reader) — wrapped in an LldpNicBackend (agent/lldp.h) when config.lldp()
+// asks for LLDP neighbors: "auto" for the linux backend only, or an explicit lldpd
+// socket path for any backend; "off" never. Used by weft-agent and `weft-agent
+// inspect`. Thread-safe.
 #ifndef WEFT_AGENT_BACKEND_FACTORY_H_
 #define WEFT_AGENT_BACKEND_FACTORY_H_
 

@@ -92,7 +92,7 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
   std::string out = "NICs\n";
   std::vector<std::vector<std::string>> nics = {
       {"DEVICE", "PORT", "NETDEV", "PCI", "NUMA", "LINK", "STATE", "SPEED_GBPS", "MTU",
-       "ROCEV2_GIDS"}};
+       "ROCEV2_GIDS", "LLDP_NEIGHBOR"}};
   for (const auto& nic : snapshot.node().nics()) {
     std::vector<std::string> v2;
     for (const auto& gid : nic.gids()) {
@@ -101,7 +101,10 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
     nics.push_back({nic.device(), absl::StrCat(nic.port()), nic.netdev(), nic.pci_address(),
                     absl::StrCat(nic.numa_node()), nic.link_layer(), PortStateName(nic.state()),
                     absl::StrCat(nic.speed_mbps() / 1000.0), absl::StrCat(nic.mtu()),
-                    v2.empty() ? "-" : absl::StrJoin(v2, ",")});
+                    v2.empty() ? "-" : absl::StrJoin(v2, ","),
+                    nic.has_lldp_neighbor() ? absl::StrCat(nic.lldp_neighbor().chassis_name(), " ",
+                                                           nic.lldp_neighbor().port_id())
+                                            : "-"});
   }
   absl::StrAppend(&out, FormatTable(nics), "\nGPUs\n");
   if (snapshot.node().gpus().empty()) {

@@ -45,11 +45,15 @@ ABSL_FLAG(std::optional<double>, traffic_level, std::nullopt,
 ABSL_FLAG(std::optional<std::string>, fault, std::nullopt,
           "simulated faults: pfc_storm, link_down, retransmits, dead (comma-separated or "
           "repeated; none clears the config's)");
+ABSL_FLAG(std::optional<uint32_t>, fault_delay_ms, std::nullopt,
+          "simulated faults (except dead) start this many ms after agent start");
 ABSL_FLAG(std::optional<std::string>, backend, std::nullopt,
           "NIC backend: simulated or linux (inspect defaults to linux)");
 ABSL_FLAG(std::optional<std::string>, root, std::nullopt,
           "linux backend: filesystem root holding sys/ (default /)");
 ABSL_FLAG(std::string, output, "table", "inspect: table or json");
+ABSL_FLAG(std::optional<std::string>, lldp, std::nullopt,
+          "LLDP neighbors from lldpd: auto, off, or lldpd's control socket path");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::agent {
@@ -80,8 +84,10 @@ absl::StatusOr<weft::v1::AgentConfig> ConfigFromFlags() {
   flags.gpus = absl::GetFlag(FLAGS_gpus);
   flags.traffic_level = absl::GetFlag(FLAGS_traffic_level);
   flags.faults = absl::GetFlag(FLAGS_fault);
+  flags.fault_delay_ms = absl::GetFlag(FLAGS_fault_delay_ms);
   flags.backend = absl::GetFlag(FLAGS_backend);
   flags.root = absl::GetFlag(FLAGS_root);
+  flags.lldp = absl::GetFlag(FLAGS_lldp);
   if (absl::Status s = ApplyAgentFlags(flags, &*config); !s.ok()) return s;
   if (absl::Status s = ValidateAgentConfig(*config); !s.ok()) return s;
   return config;

@@ -8,7 +8,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "agent/stable_hash.h"
+#include "common/logging.h"
 
 namespace weft::agent {
 namespace {
@@ -134,21 +136,26 @@ struct SimBackend::NicModel {
   bool pfc_storm = false;
   bool retransmits = false;
   Quantities integral{};  // at steps_done_
-  // Rates per second at `t_s` seconds after start.
-  Quantities RatesAt(const weft::v1::SimulatedBackendConfig& config, double t_s) const;
+  // Rates per second at `t_s` seconds after start; `faults_on` says whether the
+  // faults above have begun.
+  Quantities RatesAt(const weft::v1::SimulatedBackendConfig& config, double t_s,
+                     bool faults_on) const;
 };
 
 Quantities SimBackend::NicModel::RatesAt(const weft::v1::SimulatedBackendConfig& config,
-                                         double t_s) const {
+                                         double t_s, bool faults_on) const {
   Quantities r{};
-  if (link_down) return r;
+  const bool down_now = link_down && faults_on;
+  const bool storm_now = pfc_storm && faults_on;
+  const bool retransmits_now = retransmits && faults_on;
+  if (down_now) return r;
   const double line_bytes_per_s = config.link_speed_gbps() * 1e9 / 8;
   const double tx_offered = Load(tx, config.traffic_level(), t_s);
   const double rx_offered = Load(rx, config.traffic_level(), t_s);
   // rx pause: the switch pauses our transmissions; tx pause: we pause the switch.
   double rx_paused = PausedShare(tx_offered);
   double tx_paused = PausedShare(rx_offered);
-  if (pfc_storm) {
+  if (storm_now) {
     rx_paused = 0.95 + 0.04 * std::sin(2 * kPi * t_s / 7 + fault_phase);
     tx_paused = 0.95 + 0.04 * std::sin(2 * kPi * t_s / 5 + fault_phase);
   }
@@ -166,7 +173,7 @@ Quantities SimBackend::NicModel::RatesAt(const weft::v1::SimulatedBackendConfig&
   r[kTxPauseUs] = tx_paused * 1e6;
   r[kRxPauseFrames] = r[kRxPauseUs] / kPauseUsPerFrame;
   r[kTxPauseFrames] = r[kTxPauseUs] / kPauseUsPerFrame;
-  if (retransmits) {
+  if (retransmits_now) {
     const double wave = 1 + 0.3 * std::sin(2 * kPi * t_s / 11 + fault_phase);
     r[kPacketSeqErr] = 300 * wave;
     r[kLocalAckTimeoutErr] = 150 * wave;
@@ -198,7 +205,24 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
   if (!(config.traffic_level() >= 0 && config.traffic_level() <= 1)) {
     return invalid("traffic_level", config.traffic_level(), "a number from 0 to 1");
   }
-  return std::unique_ptr<SimBackend>(new SimBackend(config, std::string(node_name), clock));
+  auto backend =
+      std::unique_ptr<SimBackend>(new SimBackend(config, std::string(node_name), clock));
+  std::vector<std::string> delayed;
+  for (const auto& [fault, name] : {std::pair{weft::v1::SIM_FAULT_PFC_STORM, "pfc_storm"},
+                                    std::pair{weft::v1::SIM_FAULT_LINK_DOWN, "link_down"},
+                                    std::pair{weft::v1::SIM_FAULT_RETRANSMITS, "retransmits"}}) {
+    if (HasFault(config, fault)) delayed.push_back(name);
+  }
+  if (!delayed.empty()) {
+    const absl::Time onset = backend->fault_onset();
+    WEFT_LOG(INFO) << "simulated faults scheduled node=" << node_name
+                   << " faults=" << absl::StrJoin(delayed, ",")
+                   << " delay_ms=" << config.fault_delay_ms()
+                   << " onset=" << absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", onset,
+                                                    absl::UTCTimeZone())
+                   << " onset_unix_us=" << absl::ToUnixMicros(onset);
+  }
+  return backend;
 }
 
 SimBackend::SimBackend(const weft::v1::SimulatedBackendConfig& config, std::string node_name,
@@ -207,6 +231,7 @@ SimBackend::SimBackend(const weft::v1::SimulatedBackendConfig& config, std::stri
       node_name_(std::move(node_name)),
       clock_(clock),
       start_(clock->Now()),
+      fault_delay_(absl::Milliseconds(config.fault_delay_ms())),
       seed_(config.seed() != 0 ? config.seed() : StableHash(node_name_)) {
   for (uint32_t i = 0; i < config_.nics(); ++i) {
     SplitMix rng(MixBits(seed_ ^ (0x1000 + i)));
@@ -237,7 +262,8 @@ absl::StatusOr<NodeInventory> SimBackend::Discover() {
     nic.set_pci_address(PciAddress(NicBus(i, n)));
     nic.set_numa_node(NumaOf(i, n));
     nic.set_link_layer("Ethernet");
-    const bool down = nics_[i].link_down;
+    const bool down = nics_[i].link_down &&
+                      FaultsActiveAt(absl::ToInt64Microseconds(clock_->Now() - start_));
     nic.set_state(down ? weft::v1::PORT_STATE_DOWN : weft::v1::PORT_STATE_ACTIVE);
     nic.set_speed_mbps(down ? 0 : uint64_t{config_.link_speed_gbps()} * 1000);
     nic.set_mtu(kNetdevMtu);
@@ -280,11 +306,16 @@ absl::StatusOr<NodeInventory> SimBackend::Discover() {
   return inventory;
 }
 
+bool SimBackend::FaultsActiveAt(int64_t t_us) const {
+  return t_us >= absl::ToInt64Microseconds(fault_delay_);
+}
+
 void SimBackend::AdvanceTo(int64_t step) {
   for (; steps_done_ < step; ++steps_done_) {
     const double t_s = steps_done_ * kStepS;
+    const bool faults_on = FaultsActiveAt(steps_done_ * kStepUs);
     for (NicModel& nic : nics_) {
-      const Quantities rates = nic.RatesAt(config_, t_s);
+      const Quantities rates = nic.RatesAt(config_, t_s, faults_on);
       for (int q = 0; q < kNumQuantities; ++q) nic.integral[q] += rates[q] * kStepS;
     }
   }
@@ -298,12 +329,14 @@ absl::StatusOr<std::vector<RawNicReading>> SimBackend::ReadCounters() {
   AdvanceTo(elapsed_us / kStepUs);
   const double partial_s = (elapsed_us - steps_done_ * kStepUs) / 1e6;
   const double t_s = steps_done_ * kStepS;
+  const bool faults_on = FaultsActiveAt(steps_done_ * kStepUs);
 
   std::vector<RawNicReading> readings;
   readings.reserve(nics_.size());
   for (size_t i = 0; i < nics_.size(); ++i) {
     const NicModel& nic = nics_[i];
-    const Quantities rates = nic.RatesAt(config_, t_s);
+    const Quantities rates = nic.RatesAt(config_, t_s, faults_on);
+    const bool link_down = nic.link_down && faults_on;
     Quantities v;
     for (int q = 0; q < kNumQuantities; ++q) v[q] = nic.integral[q] + rates[q] * partial_s;
     auto whole = [&v](Quantity q) { return static_cast<uint64_t>(std::floor(v[q])); };
@@ -314,14 +347,14 @@ absl::StatusOr<std::vector<RawNicReading>> SimBackend::ReadCounters() {
     r.device = absl::StrCat("mlx5_", i);
     r.port = 1;
     r.timestamp = now;
-    r.port_state = nic.link_down ? weft::v1::PORT_STATE_DOWN : weft::v1::PORT_STATE_ACTIVE;
+    r.port_state = link_down ? weft::v1::PORT_STATE_DOWN : weft::v1::PORT_STATE_ACTIVE;
     RawNicCounters& c = r.counters;
     // sysfs counts data in 4-octet units: bytes are always a multiple of 4.
     c.port_xmit_bytes = whole(kTxBytes) / 4 * 4;
     c.port_rcv_bytes = whole(kRxBytes) / 4 * 4;
     c.port_xmit_packets = whole(kTxPackets);
     c.port_rcv_packets = whole(kRxPackets);
-    c.link_downed = nic.link_down ? 1 : 0;
+    c.link_downed = link_down ? 1 : 0;
     c.np_ecn_marked_roce_packets = whole(kEcnMarked);
     c.np_cnp_sent = whole(kCnpSent);
     c.rp_cnp_handled = whole(kCnpHandled);

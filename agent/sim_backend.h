@@ -29,6 +29,11 @@
 //  - RETRANSMITS: packet_seq_err, local_ack_timeout_err, out_of_sequence,
 //    duplicate_request (and some implied_nak_seq_err) climb at hundreds per second.
 //  - DEAD is the agent's business (it stops sending telemetry); no effect here.
+// With `fault_delay_ms` set, PFC_STORM, LINK_DOWN and RETRANSMITS begin that long after
+// the backend was created (the model's time 0, rounded to its 10 ms steps): counters
+// before the onset are those of a healthy node, and Discover() shows the port ACTIVE
+// until then. Create() logs the onset's wall-clock time (one info line, "simulated
+// faults scheduled ... onset=..."), so a benchmark can time fault detection from it.
 //
 // Inventory: NUMA node 0 holds the first half of the NICs and GPUs, node 1 the rest;
 // GPU i sits next to NIC i (same PCIe switch) when G == N. Netdev MTU 4200: the usual
@@ -82,6 +87,11 @@ class SimBackend : public NicBackend {
   // The traffic model's seed actually used.
   uint64_t seed() const { return seed_; }
 
+  // When the backend's faults (PFC_STORM, LINK_DOWN, RETRANSMITS) begin, by the
+  // injected Clock: creation time + fault_delay_ms. Meaningful only when one is
+  // configured.
+  absl::Time fault_onset() const { return start_ + fault_delay_; }
+
  private:
   SimBackend(const weft::v1::SimulatedBackendConfig& config, std::string node_name,
              const Clock* clock);
@@ -90,11 +100,14 @@ class SimBackend : public NicBackend {
 
   // Integrates every NIC's counters up to whole step `step` since start.
   void AdvanceTo(int64_t step);
+  // Whether the faults are on at model time `t_us` (µs since start).
+  bool FaultsActiveAt(int64_t t_us) const;
 
   const weft::v1::SimulatedBackendConfig config_;
   const std::string node_name_;
   const Clock* const clock_;
   const absl::Time start_;
+  const absl::Duration fault_delay_;
   const uint64_t seed_;
   std::vector<NicModel> nics_;
   int64_t steps_done_ = 0;

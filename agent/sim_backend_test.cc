@@ -291,6 +291,58 @@ TEST(SimBackendTest, RetransmitsClimbOnNic0AtHundredsPerSecond) {
   }
 }
 
+TEST(SimBackendTest, FaultDelayStartsThePfcStormAtTheOnset) {
+  SimulatedBackendConfig config = Config(0.6);
+  config.add_faults(weft::v1::SIM_FAULT_PFC_STORM);
+  config.set_fault_delay_ms(5000);
+  FakeClock clock;
+  const absl::Time start = clock.Now();
+  auto backend = MustCreate(config, &clock);
+  EXPECT_EQ(backend->fault_onset(), start + absl::Seconds(5));
+  const auto intervals = Sample(*backend, clock, absl::Seconds(1), 10);
+  for (int i = 0; i < 10; ++i) {
+    // Interval i covers (i, i+1] seconds after start; the storm begins at 5 s.
+    const double paused_us_per_s = intervals[i][0].pfc(0).rx_pause_duration_us().per_second();
+    if (i < 5) {
+      EXPECT_LT(paused_us_per_s, 0.02e6 + 1) << "interval " << i;
+    } else {
+      EXPECT_GE(paused_us_per_s, 0.9e6) << "interval " << i;
+    }
+  }
+  // A reading straddling the onset pauses for the part after it: 4.5 s .. 5.5 s.
+  SimulatedBackendConfig straddle = config;
+  FakeClock clock2;
+  auto backend2 = MustCreate(straddle, &clock2);
+  clock2.Advance(absl::Milliseconds(4500));
+  std::vector<RawNicReading> before = MustRead(*backend2);
+  clock2.Advance(absl::Seconds(1));
+  const NicSample half = ComputeNicUpdate(&before[0], MustRead(*backend2)[0]).sample;
+  EXPECT_GT(half.pfc(0).rx_pause_duration_us().per_second(), 0.45e6);
+  EXPECT_LT(half.pfc(0).rx_pause_duration_us().per_second(), 0.5e6 + 0.01e6);
+}
+
+TEST(SimBackendTest, FaultDelayKeepsTheLinkUpUntilTheOnset) {
+  SimulatedBackendConfig config = Config(0.6);
+  config.add_faults(weft::v1::SIM_FAULT_LINK_DOWN);
+  config.set_fault_delay_ms(3000);
+  FakeClock clock;
+  auto backend = MustCreate(config, &clock);
+  EXPECT_EQ(backend->Discover().value().nics[0].state(), weft::v1::PORT_STATE_ACTIVE);
+  const auto intervals = Sample(*backend, clock, absl::Seconds(1), 6);
+  for (int i = 0; i < 6; ++i) {
+    // Port state is a level read at the end of the interval, (i + 1) s after start.
+    const NicSample& nic0 = intervals[i][0];
+    if (i + 1 < 3) {
+      EXPECT_EQ(nic0.port_state(), static_cast<uint32_t>(weft::v1::PORT_STATE_ACTIVE));
+      EXPECT_EQ(nic0.port_counters().link_downed().total(), 0u);
+    } else {
+      EXPECT_EQ(nic0.port_state(), static_cast<uint32_t>(weft::v1::PORT_STATE_DOWN));
+      EXPECT_EQ(nic0.port_counters().link_downed().total(), 1u);
+    }
+  }
+  EXPECT_EQ(backend->Discover().value().nics[0].state(), weft::v1::PORT_STATE_DOWN);
+}
+
 // Everything a reading carries, for comparing two backends.
 std::string Fingerprint(const std::vector<RawNicReading>& readings) {
   std::string out;

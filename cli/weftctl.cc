@@ -8,11 +8,26 @@
 //     events [--node N] [--since 10m|RFC3339] [--limit N]
 //                                   the controller's event log, oldest first
 //     racks [--pod P]               per rack and per pod: nodes by state and rates
+//     place --job J (--nodes N | --ranks R --gpus-per-node G) [...] [--format F]
+//                                   place a job's ranks and reserve the nodes
+//                                   (cli/place_command.h: flags and formats)
+//     place --offline --topology T.yaml [--occupancy O.yaml] ...
+//                                   the same engine on a topology file, no controller
+//     release ID | --job J          end a reservation
+//     renew (ID | --job J) [--ttl S]
+//                                   extend a reservation's lease
+//     reservations                  the live reservations
+//     topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]
+//                                   the rack/pod tiers for schedulers
+//                                   (cli/topology_export.h)
+// Flags may be written with dashes or underscores (--gpus-per-node, --gpus_per_node).
 //
-// Exit status: 0 on success, 1 when the controller refuses or cannot be reached,
-// 2 on a usage error.
+// Exit status: 0 on success, 1 when the controller (or the offline engine) refuses or
+// cannot be reached, 2 on a usage error.
+#include <cstdint>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +37,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/event_filter.h"
+#include "cli/flag_spelling.h"
 #include "cli/node_format.h"
+#include "cli/place_command.h"
+#include "cli/topology_export.h"
+#include "common/text_output.h"
+#include "placement/topology.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
+#include "proto/weft/v1/placement.grpc.pb.h"
 
 ABSL_FLAG(std::string, controller, "127.0.0.1:7400", "controller gRPC address, HOST:PORT");
 ABSL_FLAG(std::string, output, "table", "output format: table or json");
@@ -36,6 +57,38 @@ ABSL_FLAG(std::string, since, "",
 ABSL_FLAG(int, limit, 0, "events: at most this many (the newest); 0 for all");
 ABSL_FLAG(std::string, pod, "", "racks: only racks of this pod");
 ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller, milliseconds");
+ABSL_FLAG(std::string, job, "",
+          "place: the job id (keys the reservation); release, renew: the job whose "
+          "reservation");
+ABSL_FLAG(uint32_t, nodes, 0, "place: number of nodes");
+ABSL_FLAG(uint32_t, ranks, 0, "place: number of ranks (a multiple of --gpus-per-node)");
+ABSL_FLAG(uint32_t, gpus_per_node, 0,
+          "place: GPUs (ranks) per node; 0: the GPU count all nodes share");
+ABSL_FLAG(std::string, pattern, "", "place: ring, alltoall or pipeline (default ring)");
+ABSL_FLAG(uint32_t, tp, 0, "place: tensor-parallel size");
+ABSL_FLAG(uint32_t, pp, 0, "place: pipeline-parallel size");
+ABSL_FLAG(uint32_t, dp, 0, "place: data-parallel size");
+ABSL_FLAG(uint32_t, ep, 0, "place: expert-parallel size");
+ABSL_FLAG(std::string, qos, "", "place: training (default), storage or control");
+ABSL_FLAG(std::vector<std::string>, exclude, {}, "place: nodes not to use, comma-separated");
+ABSL_FLAG(std::vector<std::string>, within, {},
+          "place: use only these nodes (e.g. a Slurm job's allocation), comma-separated");
+ABSL_FLAG(uint32_t, max_racks, 0, "place: at most this many racks; 0: no limit");
+ABSL_FLAG(bool, one_pod, false, "place: all nodes in one pod");
+ABSL_FLAG(std::optional<double>, max_congestion, std::nullopt,
+          "place: skip nodes more congested than this (0..1)");
+ABSL_FLAG(uint32_t, ttl, 0, "place, renew: lease in seconds; 0: the controller's default");
+ABSL_FLAG(uint64_t, gradient_bytes, 0, "place: gradient bytes per rank per iteration");
+ABSL_FLAG(uint64_t, alltoall_bytes, 0, "place: all-to-all bytes per rank per iteration");
+ABSL_FLAG(uint64_t, activation_bytes, 0, "place: activation bytes per rank per iteration");
+ABSL_FLAG(std::string, format, "",
+          "place: table, hostfile, env or json (default table, json with --output json); "
+          "topology export: slurm, k8s-labels or json");
+ABSL_FLAG(bool, offline, false,
+          "place, topology export: use --topology instead of the controller");
+ABSL_FLAG(std::string, topology, "", "with --offline: a static topology YAML/JSON file");
+ABSL_FLAG(std::string, occupancy, "",
+          "place --offline: YAML of nodes already taken (weft.v1.Occupancy)");
 
 namespace weft {
 namespace {
@@ -48,7 +101,19 @@ constexpr char kUsage[] =
     "  undrain NAME                undrain a node\n"
     "  events [--node N] [--since 10m|2026-11-30T06:00:00Z] [--limit N]\n"
     "                              state changes, drains, rule firings, oldest first\n"
-    "  racks [--pod P]             per rack and per pod: nodes by state and rates";
+    "  racks [--pod P]             per rack and per pod: nodes by state and rates\n"
+    "  place --job J (--nodes N | --ranks R --gpus-per-node G) [--pattern ring|alltoall|pipeline]\n"
+    "        [--tp N --pp N --dp N --ep N] [--qos training|storage|control] [--exclude a,b]\n"
+    "        [--within a,b,..] [--max-racks K] [--one-pod] [--max-congestion X] [--ttl S]\n"
+    "        [--gradient-bytes B --alltoall-bytes B --activation-bytes B]\n"
+    "        [--format table|hostfile|env|json]\n"
+    "        [--offline --topology T.yaml [--occupancy O.yaml]]\n"
+    "                              place a job's ranks and reserve its nodes\n"
+    "  release ID | --job J        end a reservation\n"
+    "  renew (ID | --job J) [--ttl S]  extend a reservation's lease\n"
+    "  reservations                list the live reservations\n"
+    "  topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]\n"
+    "                              the rack and pod tiers for Slurm, Kubernetes or tools";
 
 int Usage(const std::string& problem) {
   std::cerr << "weftctl: " << problem << "\n\nusage: " << kUsage << "\n";
@@ -67,10 +132,41 @@ int RpcFailed(const std::string& what, const grpc::Status& status) {
   return 1;
 }
 
+// A refusal of the offline engine or a bad input file: like the controller's.
+int OfflineFailed(const std::string& what, const absl::Status& status) {
+  std::cerr << "weftctl: " << what << ": " << status.message() << "\n";
+  return 1;
+}
+
+PlaceFlags PlaceFlagsFromFlags() {
+  PlaceFlags flags;
+  flags.job = absl::GetFlag(FLAGS_job);
+  flags.nodes = absl::GetFlag(FLAGS_nodes);
+  flags.ranks = absl::GetFlag(FLAGS_ranks);
+  flags.gpus_per_node = absl::GetFlag(FLAGS_gpus_per_node);
+  flags.pattern = absl::GetFlag(FLAGS_pattern);
+  flags.tp = absl::GetFlag(FLAGS_tp);
+  flags.pp = absl::GetFlag(FLAGS_pp);
+  flags.dp = absl::GetFlag(FLAGS_dp);
+  flags.ep = absl::GetFlag(FLAGS_ep);
+  flags.qos = absl::GetFlag(FLAGS_qos);
+  flags.exclude = absl::GetFlag(FLAGS_exclude);
+  flags.max_racks = absl::GetFlag(FLAGS_max_racks);
+  flags.one_pod = absl::GetFlag(FLAGS_one_pod);
+  flags.max_congestion = absl::GetFlag(FLAGS_max_congestion);
+  flags.ttl_s = absl::GetFlag(FLAGS_ttl);
+  flags.gradient_bytes = absl::GetFlag(FLAGS_gradient_bytes);
+  flags.alltoall_bytes = absl::GetFlag(FLAGS_alltoall_bytes);
+  flags.activation_bytes = absl::GetFlag(FLAGS_activation_bytes);
+  return flags;
+}
+
 class Weftctl {
  public:
-  explicit Weftctl(std::unique_ptr<weft::v1::AdminService::Stub> stub, bool json)
-      : stub_(std::move(stub)), json_(json) {}
+  Weftctl(std::shared_ptr<grpc::Channel> channel, bool json)
+      : stub_(weft::v1::AdminService::NewStub(channel)),
+        placement_(weft::v1::PlacementService::NewStub(channel)),
+        json_(json) {}
 
   int Run(const std::vector<std::string>& args) {
     const std::string& command = args[0];
@@ -85,6 +181,34 @@ class Weftctl {
     if (command == "racks") {
       if (args.size() != 1) return Usage("'racks' takes no arguments (use --pod)");
       return Racks();
+    }
+    if (command == "place") {
+      if (args.size() != 1) return Usage("'place' takes no arguments (use --job, --nodes, ...)");
+      return Place();
+    }
+    if (command == "reservations") {
+      if (args.size() != 1) return Usage("'reservations' takes no arguments");
+      return Reservations();
+    }
+    if (command == "release" || command == "renew") {
+      const std::string job = absl::GetFlag(FLAGS_job);
+      if (args.size() == 1 && !job.empty()) {
+        absl::StatusOr<std::string> id = ReservationOfJobFromController(job);
+        if (!id.ok()) return 1;
+        return command == "release" ? Release(*id) : Renew(*id);
+      }
+      if (args.size() != 2 || !job.empty()) {
+        return Usage(absl::StrCat("'", command,
+                                  "' needs one reservation id (weftctl reservations) or --job J"));
+      }
+      return command == "release" ? Release(args[1]) : Renew(args[1]);
+    }
+    if (command == "topology") {
+      if (args.size() != 2 || args[1] != "export") {
+        return Usage(
+            "'topology' has one subcommand: topology export --format slurm|k8s-labels|json");
+      }
+      return ExportTopology();
     }
     if (command == "node" || command == "drain" || command == "undrain") {
       if (args.size() != 2) return Usage(absl::StrCat("'", command, "' needs one node name"));
@@ -175,7 +299,137 @@ class Weftctl {
     return 0;
   }
 
+  int Place() {
+    std::string format_name = absl::GetFlag(FLAGS_format);
+    if (format_name.empty()) format_name = json_ ? "json" : "table";
+    absl::StatusOr<PlaceFormat> format = ParsePlaceFormat(format_name);
+    if (!format.ok()) return Usage(std::string(format.status().message()));
+    absl::StatusOr<weft::v1::PlacementRequest> request =
+        MakePlacementRequest(PlaceFlagsFromFlags());
+    if (!request.ok()) return Usage(std::string(request.status().message()));
+
+    weft::v1::PlacementResponse response;
+    if (absl::GetFlag(FLAGS_offline)) {
+      if (absl::GetFlag(FLAGS_topology).empty()) {
+        return Usage("place --offline needs --topology FILE (a static topology, e.g. from "
+                     "weftctl topology export --format json)");
+      }
+      absl::StatusOr<weft::v1::PlacementResponse> placed =
+          PlaceOffline(absl::GetFlag(FLAGS_topology), absl::GetFlag(FLAGS_occupancy),
+                       absl::GetFlag(FLAGS_within), *request);
+      if (!placed.ok()) {
+        return OfflineFailed(absl::StrCat("place ", request->job_id()), placed.status());
+      }
+      response = *std::move(placed);
+    } else {
+      if (!absl::GetFlag(FLAGS_occupancy).empty()) {
+        return Usage(
+            "--occupancy is for --offline placement; the controller knows its reservations");
+      }
+      if (!absl::GetFlag(FLAGS_within).empty()) {
+        weft::v1::GetTopologyResponse topology;
+        grpc::Status status = placement_->GetTopology(
+            Context().get(), weft::v1::GetTopologyRequest(), &topology);
+        if (!status.ok()) return RpcFailed("place --within: get the topology", status);
+        absl::Status restricted =
+            RestrictToNodes(topology.snapshot(), absl::GetFlag(FLAGS_within), &*request);
+        if (!restricted.ok()) return Usage(std::string(restricted.message()));
+      }
+      grpc::Status status = placement_->Place(Context().get(), *request, &response);
+      if (!status.ok()) return RpcFailed(absl::StrCat("place ", request->job_id()), status);
+    }
+    std::cout << FormatPlacement(response, *format);
+    return 0;
+  }
+
+  // The reservation of `job`; prints why not (and returns an error) when there is none.
+  absl::StatusOr<std::string> ReservationOfJobFromController(const std::string& job) {
+    weft::v1::ListReservationsResponse list;
+    grpc::Status status = placement_->ListReservations(
+        Context().get(), weft::v1::ListReservationsRequest(), &list);
+    if (!status.ok()) {
+      RpcFailed("list reservations", status);
+      return absl::UnavailableError("");
+    }
+    absl::StatusOr<std::string> id = ReservationOfJob(list, job);
+    if (!id.ok()) std::cerr << "weftctl: " << id.status().message() << "\n";
+    return id;
+  }
+
+  int Release(const std::string& id) {
+    weft::v1::ReleaseRequest request;
+    request.set_reservation_id(id);
+    weft::v1::ReleaseResponse response;
+    grpc::Status status = placement_->Release(Context().get(), request, &response);
+    if (!status.ok()) return RpcFailed(absl::StrCat("release ", id), status);
+    if (json_) {
+      std::cout << FormatJson(response);
+    } else {
+      std::cout << "released " << id << "\n";
+    }
+    return 0;
+  }
+
+  int Renew(const std::string& id) {
+    weft::v1::RenewRequest request;
+    request.set_reservation_id(id);
+    request.set_lease_ttl_s(absl::GetFlag(FLAGS_ttl));
+    weft::v1::RenewResponse response;
+    grpc::Status status = placement_->Renew(Context().get(), request, &response);
+    if (!status.ok()) return RpcFailed(absl::StrCat("renew ", id), status);
+    if (json_) {
+      std::cout << FormatJson(response);
+    } else {
+      std::cout << "renewed " << id << " until " << FormatUnixSeconds(response.expires_at_unix_s())
+                << "\n";
+    }
+    return 0;
+  }
+
+  int Reservations() {
+    weft::v1::ListReservationsResponse response;
+    grpc::Status status = placement_->ListReservations(
+        Context().get(), weft::v1::ListReservationsRequest(), &response);
+    if (!status.ok()) return RpcFailed("list reservations", status);
+    std::cout << (json_ ? FormatJson(response) : FormatReservationsTable(response));
+    return 0;
+  }
+
+  int ExportTopology() {
+    if (absl::GetFlag(FLAGS_format).empty()) {
+      return Usage("topology export needs --format slurm, k8s-labels or json");
+    }
+    absl::StatusOr<TopologyFormat> format = ParseTopologyFormat(absl::GetFlag(FLAGS_format));
+    if (!format.ok()) return Usage(std::string(format.status().message()));
+
+    weft::v1::ClusterSnapshot snapshot;
+    if (absl::GetFlag(FLAGS_offline)) {
+      if (absl::GetFlag(FLAGS_topology).empty()) {
+        return Usage("topology export --offline needs --topology FILE");
+      }
+      absl::StatusOr<weft::v1::ClusterSnapshot> loaded =
+          placement::LoadStaticTopology(absl::GetFlag(FLAGS_topology));
+      if (!loaded.ok()) return OfflineFailed("topology export", loaded.status());
+      snapshot = *std::move(loaded);
+    } else {
+      weft::v1::GetTopologyResponse response;
+      grpc::Status status = placement_->GetTopology(
+          Context().get(), weft::v1::GetTopologyRequest(), &response);
+      if (!status.ok()) return RpcFailed("topology export", status);
+      for (const weft::v1::OmittedNode& omitted : response.omitted()) {
+        std::cerr << "weftctl: warning: node " << omitted.node()
+                  << " is not in the topology: " << omitted.reason() << "\n";
+      }
+      snapshot = std::move(*response.mutable_snapshot());
+    }
+    absl::StatusOr<std::string> exported = weft::ExportTopology(snapshot, *format);
+    if (!exported.ok()) return OfflineFailed("topology export", exported.status());
+    std::cout << *exported;
+    return 0;
+  }
+
   std::unique_ptr<weft::v1::AdminService::Stub> stub_;
+  std::unique_ptr<weft::v1::PlacementService::Stub> placement_;
   bool json_;
 };
 
@@ -184,7 +438,14 @@ class Weftctl {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(weft::kUsage);
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // Accept --gpus-per-node for Abseil's --gpus_per_node.
+  std::vector<std::string> spelled =
+      weft::UnderscoreFlagNames(std::vector<std::string>(argv + 1, argv + argc));
+  spelled.insert(spelled.begin(), argv[0]);
+  std::vector<char*> spelled_argv;
+  for (std::string& arg : spelled) spelled_argv.push_back(arg.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(spelled_argv.size()), spelled_argv.data());
   std::vector<std::string> args(positional.begin() + 1, positional.end());
   if (args.empty()) return weft::Usage("no command given");
   const std::string output = absl::GetFlag(FLAGS_output);
@@ -193,6 +454,6 @@ int main(int argc, char** argv) {
   }
   auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_controller),
                                      grpc::InsecureChannelCredentials());
-  weft::Weftctl weftctl(weft::v1::AdminService::NewStub(channel), output == "json");
+  weft::Weftctl weftctl(channel, output == "json");
   return weftctl.Run(args);
 }

@@ -85,6 +85,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_metrics_address("127.0.0.1:7411");
   config.set_health_address("127.0.0.1:7410");
   config.mutable_linux()->set_root("/");
+  config.set_lldp("auto");
   config.set_interval_ms(1000);
   config.set_backend("simulated");
   weft::v1::SimulatedBackendConfig* simulated = config.mutable_simulated();
@@ -93,6 +94,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   simulated->set_link_speed_gbps(400);
   simulated->set_traffic_level(0.6);
   simulated->set_seed(0);
+  simulated->set_fault_delay_ms(0);
   weft::v1::ReconnectConfig* reconnect = config.mutable_reconnect();
   reconnect->set_initial_backoff_ms(200);
   reconnect->set_max_backoff_ms(10000);

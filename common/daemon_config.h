@@ -26,7 +26,8 @@ namespace weft {
 weft::v1::ControllerConfig DefaultControllerConfig();
 
 // controller 127.0.0.1:7400, metrics 127.0.0.1:7411, health 127.0.0.1:7410, 1000 ms,
-// backend "simulated" with 8 NICs at 400 Gb/s, 8 GPUs, traffic 0.6, backoff 200 ms..10 s.
+// backend "simulated" with 8 NICs at 400 Gb/s, 8 GPUs, traffic 0.6, backoff 200 ms..10 s,
+// lldp "auto".
 // node_name has no default (required).
 weft::v1::AgentConfig DefaultAgentConfig();
 

@@ -129,6 +129,7 @@ TEST(DaemonConfigTest, AgentDefaultsNeedOnlyANodeName) {
   EXPECT_EQ(config.simulated().link_speed_gbps(), 400u);
   EXPECT_DOUBLE_EQ(config.simulated().traffic_level(), 0.6);
   EXPECT_EQ(config.simulated().seed(), 0u);
+  EXPECT_EQ(config.simulated().fault_delay_ms(), 0u);
   EXPECT_EQ(config.simulated().faults_size(), 0);
   EXPECT_EQ(config.reconnect().initial_backoff_ms(), 200u);
   EXPECT_EQ(config.reconnect().max_backoff_ms(), 10000u);

@@ -25,9 +25,9 @@ using ::weft::v1::SimFault;
 
 constexpr char kAgentKeys[] =
     "node_name, rack, pod, controller_address, metrics_address, interval_ms, backend, "
-    "simulated, reconnect, health_address, linux";
+    "simulated, reconnect, health_address, linux, lldp";
 constexpr char kSimulatedKeys[] =
-    "nics, gpus, link_speed_gbps, traffic_level, seed, faults";
+    "nics, gpus, link_speed_gbps, traffic_level, seed, faults, fault_delay_ms";
 constexpr char kFaultNames[] =
     "one of none, pfc_storm, link_down, retransmits, dead (any case; the SIM_FAULT_ "
     "prefix is optional)";
@@ -40,6 +40,7 @@ AgentConfig SomeAgentConfig() {
   config.set_controller_address("127.0.0.1:7400");
   config.set_interval_ms(1000);
   config.set_backend("simulated");
+  config.set_lldp("auto");
   config.mutable_simulated()->set_nics(8);
   config.mutable_simulated()->set_gpus(8);
   config.mutable_simulated()->set_link_speed_gbps(400);

@@ -32,7 +32,14 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(),
                                          kControllerVersion}),
-      admin_service_(&inventory_) {}
+      admin_service_(&inventory_),
+      placement_metrics_(*registry_),
+      placement_(&inventory_, clock_,
+                 PlacementOptions{{},
+                                  CongestionScale::FromThresholds(
+                                      InventoryOptions::FromConfig(config_).health)},
+                 &placement_metrics_),
+      placement_service_(&placement_) {}
 
 ControllerServer::~ControllerServer() { Stop(); }
 
@@ -55,10 +62,16 @@ absl::Status ControllerServer::Start() {
   grpc::ServerBuilder builder;
   // Without this a second controller on the same port would silently share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // No bandwidth-delay-product probing: it sends a PING per agent connection every few
+  // telemetry batches, and its timers keep gRPC's timer threads waking, to tune flow
+  // control windows for bulk transfers; agent messages are a few KiB a second, far
+  // inside the default 64 KiB window.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(),
                            &grpc_port_);
   builder.RegisterService(&agent_service_);
   builder.RegisterService(&admin_service_);
+  builder.RegisterService(&placement_service_);
   grpc_server_ = builder.BuildAndStart();
   if (grpc_server_ == nullptr || grpc_port_ == 0) {
     grpc_server_.reset();
@@ -72,6 +85,7 @@ absl::Status ControllerServer::Start() {
   health->SetServingStatus(true);
   health->SetServingStatus(weft::v1::AgentService::service_full_name(), true);
   health->SetServingStatus(weft::v1::AdminService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::PlacementService::service_full_name(), true);
 
   ticker_ = std::thread([this] { RunTicker(); });
   started_ = true;
@@ -82,6 +96,7 @@ void ControllerServer::RunTicker() {
   const absl::Duration period = absl::Milliseconds(config_.telemetry_interval_ms()) / 4;
   while (!stop_ticker_.WaitForNotificationWithTimeout(period)) {
     inventory_.Sweep();
+    placement_.RefreshGauges();
   }
 }
 

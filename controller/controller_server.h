@@ -1,9 +1,11 @@
 // ControllerServer: one weft-controller process's worth of wiring. It owns the
-// Inventory, the AgentService and AdminService adapters, the gRPC server they are
+// Inventory, the PlacementManager (reservations over the inventory's nodes), the
+// AgentService, AdminService and PlacementService adapters, the gRPC server they are
 // served on (plus the standard grpc.health.v1 service), the /metrics endpoint, and the
 // ticker, a thread that calls Inventory::Sweep() (liveness, health hysteresis,
-// auto-drain, rack gauges) every telemetry_interval / 4 (the Clock decides what "too
-// long" means, so tests drive liveness and health with a FakeClock).
+// auto-drain, rack gauges) and refreshes the reservation gauges every
+// telemetry_interval / 4 (the Clock decides what "too long" means, so tests drive
+// liveness, health and lease expiry with a FakeClock).
 //
 // Example (what controller/main.cc does):
 //   ControllerServer server(config, &clock, std::make_shared<prometheus::Registry>());
@@ -29,6 +31,9 @@
 #include "controller/agent_service.h"
 #include "controller/controller_metrics.h"
 #include "controller/inventory.h"
+#include "controller/placement_manager.h"
+#include "controller/placement_metrics.h"
+#include "controller/placement_service.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "proto/weft/v1/config.pb.h"
@@ -68,6 +73,7 @@ class ControllerServer {
 
   Inventory& inventory() { return inventory_; }
   AgentServiceImpl& agent_service() { return agent_service_; }
+  PlacementManager& placement() { return placement_; }
 
  private:
   void RunTicker();
@@ -79,6 +85,9 @@ class ControllerServer {
   Inventory inventory_;
   AgentServiceImpl agent_service_;
   AdminServiceImpl admin_service_;
+  PlacementMetrics placement_metrics_;
+  PlacementManager placement_;
+  PlacementServiceImpl placement_service_;
 
   bool started_ = false;
   bool stopped_ = false;

@@ -1,5 +1,6 @@
 // The whole controller in-process: ControllerServer on 127.0.0.1:0 with a FakeClock,
-// driven through real gRPC stubs (AgentService, AdminService, grpc.health.v1) and a
+// driven through real gRPC stubs (AgentService, AdminService, PlacementService,
+// grpc.health.v1) and a
 // real HTTP scrape of /metrics.
 #include "controller/controller_server.h"
 
@@ -23,6 +24,7 @@
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
+#include "proto/weft/v1/placement.grpc.pb.h"
 
 namespace weft::controller {
 namespace {
@@ -413,6 +415,40 @@ TEST_F(ControllerServerTest, StopEndsAgentStreamsWithUnavailable) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(Metric("weft_controller_agent_streams"), 0);
   server_.Stop();  // idempotent
+}
+
+TEST_F(ControllerServerTest, ServesPlacementAndTheTickerExpiresLeasesFromTheGauges) {
+  for (const char* name : {"n1", "n2"}) {
+    weft::v1::NodeInfo info = MakeNode(name);
+    for (int g = 0; g < 8; ++g) info.add_gpus()->set_index(g);
+    ASSERT_TRUE(server_.inventory().Register(info, 0).ok());
+  }
+  {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service("weft.v1.PlacementService");
+    grpc::health::v1::HealthCheckResponse response;
+    ASSERT_TRUE(health_->Check(&context, request, &response).ok());
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+  auto placement = weft::v1::PlacementService::NewStub(
+      grpc::CreateChannel(server_.listen_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  weft::v1::PlacementRequest request;
+  request.set_job_id("job-1");
+  request.set_node_count(2);
+  request.set_lease_ttl_s(60);
+  weft::v1::PlacementResponse placed;
+  grpc::Status status = placement->Place(&context, request, &placed);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(placed.ring_order_size(), 2);
+  EXPECT_EQ(Metric("weft_controller_placements_total", {{"result", "placed"}}), 1);
+  EXPECT_EQ(Metric("weft_controller_reserved_nodes"), 2);
+
+  // No call after this: the ticker alone notices the lease ran out.
+  clock_.Advance(absl::Seconds(61));
+  EXPECT_TRUE(Eventually([&] { return Metric("weft_controller_reservations") == 0; }));
+  EXPECT_EQ(Metric("weft_controller_reserved_nodes"), 0);
 }
 
 TEST(ControllerServerStartTest, BusyPortIsUnavailable) {

@@ -217,9 +217,37 @@ std::string DescribeFinding(const Finding& finding) {
                       finding.port, ": ", finding.detail);
 }
 
+uint64_t LinkFlapIncrease(const NicReading& before, const NicReading& after) {
+  // A reading with valid rates follows a comparable one: no reset in between.
+  if (!after.rates_valid || after.has_error || before.has_error ||
+      !before.has_port_counters || !after.has_port_counters ||
+      after.link_downed_total <= before.link_downed_total) {
+    return 0;
+  }
+  return after.link_downed_total - before.link_downed_total;
+}
+
+LinkFlaps CountLinkFlaps(const std::deque<NicReading>& window) {
+  LinkFlaps flaps;
+  for (size_t i = 1; i < window.size(); ++i) {
+    const uint64_t increase = LinkFlapIncrease(window[i - 1], window[i]);
+    if (increase == 0) continue;
+    if (flaps.count == 0) flaps.first = window[i].received_at;
+    flaps.count += increase;
+  }
+  return flaps;
+}
+
 std::vector<Finding> EvaluateNicWindow(absl::string_view device, uint32_t port,
                                        const std::deque<NicReading>& window,
                                        const HealthThresholds& thresholds) {
+  return EvaluateNicWindow(device, port, window, thresholds, CountLinkFlaps(window));
+}
+
+std::vector<Finding> EvaluateNicWindow(absl::string_view device, uint32_t port,
+                                       const std::deque<NicReading>& window,
+                                       const HealthThresholds& thresholds,
+                                       const LinkFlaps& link_flaps) {
   std::vector<Finding> findings;
   if (window.empty()) return findings;
   const int needed = std::max(1, thresholds.consecutive_samples);
@@ -258,20 +286,8 @@ std::vector<Finding> EvaluateNicWindow(absl::string_view device, uint32_t port,
         down.since);
   }
 
-  uint64_t flaps = 0;
-  absl::Time first_flap;
-  for (size_t i = 1; i < window.size(); ++i) {
-    const NicReading& before = window[i - 1];
-    const NicReading& after = window[i];
-    // A reading with valid rates follows a comparable one: no reset in between.
-    if (!after.rates_valid || after.has_error || before.has_error ||
-        !before.has_port_counters || !after.has_port_counters ||
-        after.link_downed_total <= before.link_downed_total) {
-      continue;
-    }
-    if (flaps == 0) first_flap = after.received_at;
-    flaps += after.link_downed_total - before.link_downed_total;
-  }
+  const uint64_t flaps = link_flaps.count;
+  const absl::Time first_flap = link_flaps.first;
   if (flaps > static_cast<uint64_t>(std::max<int64_t>(0, thresholds.link_flaps_per_window))) {
     add(HealthRule::kLinkFlap, static_cast<double>(flaps),
         static_cast<double>(thresholds.link_flaps_per_window),

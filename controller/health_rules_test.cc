@@ -315,6 +315,39 @@ TEST(HealthRulesTest, LinkFlapCountsLinkDownedIncreasesInTheWindow) {
   EXPECT_TRUE(Evaluate(reset).empty());
 }
 
+TEST(HealthRulesTest, LinkFlapsCountedOnceOrSuppliedAgreeAndNeedNoWalk) {
+  auto downed = [](uint64_t total, bool valid = true) {
+    return [=](weft::v1::NicSample& s) {
+      s.mutable_port_counters()->mutable_link_downed()->set_total(total);
+      s.set_rates_valid(valid);
+    };
+  };
+  std::deque<NicReading> window = Window(3);
+  EXPECT_EQ(CountLinkFlaps(window).count, 0u);
+  Append(window, downed(5));
+  Append(window, downed(2, /*valid=*/false));  // a reset: no flap, whatever the totals
+  Append(window, downed(3));
+  const LinkFlaps flaps = CountLinkFlaps(window);
+  EXPECT_EQ(flaps.count, 3u);  // 3 -> 5, then 2 -> 3
+  EXPECT_EQ(flaps.first, kT0 + absl::Seconds(3));
+  // Pairwise increases add up to the count, as a caller keeping a tally sums them.
+  uint64_t tally = 0;
+  for (size_t i = 1; i < window.size(); ++i) tally += LinkFlapIncrease(window[i - 1], window[i]);
+  EXPECT_EQ(tally, flaps.count);
+
+  const HealthThresholds defaults;
+  const std::vector<Finding> walked = EvaluateNicWindow("mlx5_0", 1, window, defaults);
+  const std::vector<Finding> supplied = EvaluateNicWindow("mlx5_0", 1, window, defaults, flaps);
+  ASSERT_EQ(walked.size(), 1u);
+  ASSERT_EQ(supplied.size(), 1u);
+  EXPECT_EQ(supplied[0].rule, HealthRule::kLinkFlap);
+  EXPECT_EQ(supplied[0].value, walked[0].value);
+  EXPECT_EQ(supplied[0].since, walked[0].since);
+  EXPECT_EQ(supplied[0].detail, walked[0].detail);
+  // Supplied flaps are what the rule reads: none supplied, none found.
+  EXPECT_TRUE(EvaluateNicWindow("mlx5_0", 1, window, defaults, LinkFlaps()).empty());
+}
+
 TEST(HealthRulesTest, NicUnreadableAfterConsecutiveErrors) {
   auto error = [](weft::v1::NicSample& s) {
     s.Clear();

@@ -99,13 +99,18 @@ NodeState Inventory::StateOf(const Node& node) {
 }
 
 NicRates Inventory::RatesOf(const Node& node) {
-  NicRates total;
   // A silent node's last rates describe the past; report nothing rather than stale.
-  if (!node.reporting) return total;
+  if (!node.reporting) return NicRates();
+  return node.latest_rates;
+}
+
+void Inventory::Summarize(Node& node) {
+  node.latest_rates = NicRates();
+  node.findings = 0;
   for (const NicState& nic : node.nics) {
-    if (!nic.window.empty()) total += nic.window.back().rates;
+    if (!nic.window.empty()) node.latest_rates += nic.window.back().rates;
+    node.findings += static_cast<int>(nic.findings.size());
   }
-  return total;
 }
 
 void Inventory::AddToStateCount(NodeState state, int64_t delta) {
@@ -207,6 +212,7 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
     nics.push_back(std::move(state));
   }
   node.nics = std::move(nics);
+  Summarize(node);
   node.info = info;
   node.epoch = registration.session_epoch;
   node.registered_at = now;
@@ -249,13 +255,18 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
 
 absl::Status Inventory::CheckSessionLocked(absl::string_view name, uint64_t epoch) const {
   auto it = nodes_.find(name);
-  if (it == nodes_.end()) {
+  return SessionStatus(name, it == nodes_.end() ? nullptr : &it->second, epoch);
+}
+
+absl::Status Inventory::SessionStatus(absl::string_view name, const Node* node,
+                                      uint64_t epoch) {
+  if (node == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", name,
                      " is not registered with this controller (it may have restarted); "
                      "the agent must call Register and open a new stream"));
   }
-  const uint64_t current = it->second.epoch;
+  const uint64_t current = node->epoch;
   if (epoch < current) {
     return SupersededError(name, epoch, current);
   }
@@ -276,16 +287,32 @@ absl::Status Inventory::CheckSession(absl::string_view node, uint64_t epoch) con
 absl::Status Inventory::AcceptTelemetry(absl::string_view name, uint64_t epoch,
                                         const weft::v1::TelemetryBatch& batch) {
   const absl::Time now = clock_->Now();
+  // What needs no table is done before taking its lock, so that streams on other
+  // threads wait less for it: each sample's window entry and its serialized form.
+  struct Prepared {
+    NicReading reading;
+    std::string serialized;
+    bool serialized_ok = false;
+  };
+  std::vector<Prepared> prepared(static_cast<size_t>(batch.samples_size()));
+  for (int i = 0; i < batch.samples_size(); ++i) {
+    prepared[i].reading = ReadingFromSample(batch.samples(i), now);
+    prepared[i].serialized_ok = batch.samples(i).SerializeToString(&prepared[i].serialized);
+  }
+
   absl::MutexLock lock(&mu_);
-  if (absl::Status status = CheckSessionLocked(name, epoch); !status.ok()) {
+  auto it = nodes_.find(name);
+  if (absl::Status status =
+          SessionStatus(name, it == nodes_.end() ? nullptr : &it->second, epoch);
+      !status.ok()) {
     metrics_->TelemetryRejected(SessionRejectReason(status));
     return status;
   }
-  auto it = nodes_.find(name);
   Node& node = it->second;
   int64_t accepted = 0;
   int64_t dropped = 0;
-  for (const weft::v1::NicSample& sample : batch.samples()) {
+  for (int i = 0; i < batch.samples_size(); ++i) {
+    const weft::v1::NicSample& sample = batch.samples(i);
     auto nic = std::find_if(node.nics.begin(), node.nics.end(), [&](const NicState& n) {
       return n.nic.device() == sample.device() && n.nic.port() == sample.port();
     });
@@ -295,15 +322,21 @@ absl::Status Inventory::AcceptTelemetry(absl::string_view name, uint64_t epoch,
                       << " port=" << sample.port() << " reason=\"NIC not registered\"";
       continue;
     }
-    nic->window.push_back(ReadingFromSample(sample, now));
+    if (!nic->window.empty()) {
+      nic->link_flap_total += LinkFlapIncrease(nic->window.back(), prepared[i].reading);
+    }
+    nic->window.push_back(std::move(prepared[i].reading));
     while (nic->window.size() > static_cast<size_t>(options_.window_samples)) {
+      nic->link_flap_total -= LinkFlapIncrease(nic->window[0], nic->window[1]);
       nic->window.pop_front();
     }
-    nic->latest = sample;
-    nic->has_latest = true;
+    // The old bytes leave with `prepared`, freed after the lock is released.
+    nic->latest_serialized.swap(prepared[i].serialized);
+    nic->has_latest = prepared[i].serialized_ok;
     UpdateFindings(it->first, *nic, now);
     ++accepted;
   }
+  Summarize(node);
   if (dropped > 0) metrics_->SamplesDropped("unknown_nic", dropped);
   metrics_->TelemetryAccepted(accepted);
 
@@ -427,7 +460,7 @@ weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
   for (const NicState& nic : node.nics) {
     weft::v1::NicStatus* nic_status = status.add_nics();
     *nic_status->mutable_nic() = nic.nic;
-    if (nic.has_latest) *nic_status->mutable_latest() = nic.latest;
+    if (nic.has_latest) nic_status->mutable_latest()->ParseFromString(nic.latest_serialized);
     // A silent node's findings describe the past, like its rates.
     if (node.reporting) {
       for (const Finding& finding : nic.findings) *status.add_findings() = finding.ToProto();
@@ -459,8 +492,11 @@ std::vector<weft::v1::NodeStatus> Inventory::ListNodes(absl::string_view rack) c
 
 void Inventory::UpdateFindings(const std::string& node_name, NicState& nic,
                                absl::Time now) {
-  std::vector<Finding> current =
-      EvaluateNicWindow(nic.nic.device(), nic.nic.port(), nic.window, options_.health);
+  // The flap total says whether there is anything to find; only then is the window
+  // read for when the first flap was seen.
+  const LinkFlaps flaps = nic.link_flap_total == 0 ? LinkFlaps() : CountLinkFlaps(nic.window);
+  std::vector<Finding> current = EvaluateNicWindow(nic.nic.device(), nic.nic.port(),
+                                                   nic.window, options_.health, flaps);
   auto has_rule = [](const std::vector<Finding>& findings, HealthRule rule) {
     return std::any_of(findings.begin(), findings.end(),
                        [rule](const Finding& f) { return f.rule == rule; });
@@ -543,8 +579,8 @@ std::vector<StateChange> Inventory::EvaluateHealth() {
     if (node.reporting) {
       const Finding* earliest = nullptr;
       int count = 0;
-      for (const NicState& nic : node.nics) {
-        for (const Finding& finding : nic.findings) {
+      for (size_t i = 0; node.findings > 0 && i < node.nics.size(); ++i) {
+        for (const Finding& finding : node.nics[i].findings) {
           ++active[finding.rule];
           ++count;
           if (earliest == nullptr || finding.since < earliest->since) earliest = &finding;

@@ -174,8 +174,14 @@ class Inventory {
   struct NicState {
     weft::v1::Nic nic;
     bool has_latest = false;
-    weft::v1::NicSample latest;
+    // The latest NicSample, serialized: rewritten in place (no allocation) on every
+    // sample, parsed only when a status is asked for. Copying the proto instead freed
+    // and reallocated its ~30 submessages per NIC per interval.
+    std::string latest_serialized;
     std::deque<NicReading> window;
+    // Σ LinkFlapIncrease over the window's consecutive pairs, kept as readings come
+    // and go; while it is 0 (almost always) the window is not walked for link flaps.
+    uint64_t link_flap_total = 0;
     // EvaluateNicWindow(window), as of the latest sample.
     std::vector<Finding> findings;
   };
@@ -190,6 +196,11 @@ class Inventory {
     weft::v1::DrainSource drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
     std::string drain_reason;
     std::vector<NicState> nics;  // in NodeInfo order
+    // Kept in step with `nics` by Register and AcceptTelemetry (the only places
+    // windows and findings change), so the sweep need not visit every NIC of every
+    // node: the sum of the NICs' latest rates (RatesOf) and how many findings fire.
+    NicRates latest_rates;
+    int findings = 0;
     HealthTracker health;
     // Why the node last became DEGRADED (the rule that fired first).
     std::string health_reason;
@@ -207,6 +218,11 @@ class Inventory {
   weft::v1::NodeStatus StatusOf(const Node& node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckSessionLocked(absl::string_view node, uint64_t epoch) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // CheckSession's verdict for `name` and its entry (nullptr: not registered).
+  static absl::Status SessionStatus(absl::string_view name, const Node* node,
+                                    uint64_t epoch);
+  // Recomputes node.latest_rates and node.findings from its NICs.
+  static void Summarize(Node& node);
   // When the node's state now differs from `before`, logs the transition, updates
   // the metrics and returns it (CountStateChange), and records it in the event log
   // as STATE_CHANGED (NoteStateChange).

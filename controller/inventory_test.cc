@@ -110,6 +110,41 @@ TEST_F(InventoryTest, ReRegisterReplacesInfoWithoutDuplicatingTheNode) {
   EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "healthy"}}), 1);
 }
 
+// The inventory keeps a running tally of link flaps per NIC instead of rereading the
+// window on every sample; the rule must fire and clear exactly as the window says.
+TEST_F(InventoryTest, LinkFlapFiresWhileTheFlapIsInTheWindowAndClearsAfter) {
+  InventoryOptions options;
+  options.window_samples = 4;
+  Reset(options);
+  ASSERT_TRUE(inventory_->Register(MakeNode("n1", 1), 0).ok());
+  auto send = [&](uint64_t link_downed, bool rates_valid = true) {
+    weft::v1::NicSample sample = Sample("mlx5_0", 1e9);
+    sample.set_rates_valid(rates_valid);
+    sample.mutable_port_counters()->mutable_link_downed()->set_total(link_downed);
+    clock_.Advance(absl::Seconds(1));
+    EXPECT_TRUE(inventory_->AcceptTelemetry("n1", 1, Batch({sample})).ok());
+    return inventory_->GetNode("n1")->findings_size();
+  };
+  EXPECT_EQ(send(0), 0);
+  EXPECT_EQ(send(0), 0);
+  const absl::Time flap_seen = clock_.Now() + absl::Seconds(1);
+  EXPECT_EQ(send(2), 1);  // 0 -> 2: two flaps
+  auto node = inventory_->GetNode("n1");
+  ASSERT_EQ(node->findings_size(), 1);
+  EXPECT_EQ(node->findings(0).rule(), "link_flap");
+  EXPECT_EQ(node->findings(0).value(), 2);
+  EXPECT_EQ(node->findings(0).since_us(), absl::ToUnixMicros(flap_seen));
+  // A reset does not count, and the pair 0 -> 2 stays in the 4-sample window for two
+  // more samples, until the 0 before it leaves.
+  EXPECT_EQ(send(1, /*rates_valid=*/false), 1);
+  EXPECT_EQ(send(1), 1);
+  EXPECT_EQ(send(1), 0);
+  EXPECT_EQ(send(1), 0);
+  // Later flaps count again from zero.
+  EXPECT_EQ(send(3), 1);
+  EXPECT_EQ(inventory_->GetNode("n1")->findings(0).value(), 2);
+}
+
 TEST_F(InventoryTest, RegisterRejectsMalformedNodes) {
   auto empty_name = inventory_->Register(MakeNode(""), 0);
   EXPECT_EQ(empty_name.status().code(), absl::StatusCode::kInvalidArgument);

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/daemon_config.h"
 #include "common/logging.h"
@@ -58,6 +59,11 @@ absl::StatusOr<weft::v1::ControllerConfig> ConfigFromFlags() {
 }
 
 int Run() {
+  // Debian builds Abseil without NDEBUG, which leaves Mutex deadlock detection on: every
+  // lock then updates a process-wide lock graph under a global lock. That costs more
+  // than the telemetry ingest itself at thousands of agent streams (see
+  // docs/benchmarks.md, controller ingest). Tests keep it on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::StatusOr<LogLevel> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   if (!level.ok()) {
     std::cerr << "weft-controller: " << level.status().message() << "\n";

@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libyaml-cpp-dev prometheus-cpp-dev
   libibverbs-dev librdmacm-dev libsqlite3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  lldpd prometheus-node-exporter slurmctld slurmd slurm-client
 )
 
 missing=()
