@@ -20,6 +20,9 @@
 //     topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]
 //                                   the rack/pod tiers for schedulers
 //                                   (cli/topology_export.h)
+//     topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]
+//                                   LLDP cabling against the design (cli/topology_check.h);
+//                                   exit 1 when there are findings
 // Flags may be written with dashes or underscores (--gpus-per-node, --gpus_per_node).
 //
 // Exit status: 0 on success, 1 when the controller (or the offline engine) refuses or
@@ -40,6 +43,7 @@
 #include "cli/flag_spelling.h"
 #include "cli/node_format.h"
 #include "cli/place_command.h"
+#include "cli/topology_check.h"
 #include "cli/topology_export.h"
 #include "common/text_output.h"
 #include "placement/topology.h"
@@ -86,7 +90,10 @@ ABSL_FLAG(std::string, format, "",
           "topology export: slurm, k8s-labels or json");
 ABSL_FLAG(bool, offline, false,
           "place, topology export: use --topology instead of the controller");
-ABSL_FLAG(std::string, topology, "", "with --offline: a static topology YAML/JSON file");
+ABSL_FLAG(std::string, topology, "",
+          "with --offline: a static topology YAML/JSON file; topology check: the design");
+ABSL_FLAG(std::string, observed, "",
+          "topology check --offline: the observed snapshot (topology export --format json)");
 ABSL_FLAG(std::string, occupancy, "",
           "place --offline: YAML of nodes already taken (weft.v1.Occupancy)");
 
@@ -113,7 +120,9 @@ constexpr char kUsage[] =
     "  renew (ID | --job J) [--ttl S]  extend a reservation's lease\n"
     "  reservations                list the live reservations\n"
     "  topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]\n"
-    "                              the rack and pod tiers for Slurm, Kubernetes or tools";
+    "                              the rack and pod tiers for Slurm, Kubernetes or tools\n"
+    "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
+    "                              LLDP cabling against the design; exit 1 on findings";
 
 int Usage(const std::string& problem) {
   std::cerr << "weftctl: " << problem << "\n\nusage: " << kUsage << "\n";
@@ -204,9 +213,11 @@ class Weftctl {
       return command == "release" ? Release(args[1]) : Renew(args[1]);
     }
     if (command == "topology") {
+      if (args.size() == 2 && args[1] == "check") return CheckTopology();
       if (args.size() != 2 || args[1] != "export") {
         return Usage(
-            "'topology' has one subcommand: topology export --format slurm|k8s-labels|json");
+            "'topology' has two subcommands: topology export --format slurm|k8s-labels|json, "
+            "topology check --topology DESIGN.yaml");
       }
       return ExportTopology();
     }
@@ -426,6 +437,39 @@ class Weftctl {
     if (!exported.ok()) return OfflineFailed("topology export", exported.status());
     std::cout << *exported;
     return 0;
+  }
+
+  int CheckTopology() {
+    if (absl::GetFlag(FLAGS_topology).empty()) {
+      return Usage("topology check needs --topology DESIGN.yaml (a static topology whose "
+                   "racks declare tor or rail_switches)");
+    }
+    weft::v1::ClusterSnapshot observed;
+    if (absl::GetFlag(FLAGS_offline)) {
+      if (absl::GetFlag(FLAGS_observed).empty()) {
+        return Usage("topology check --offline needs --observed SNAPSHOT.json (from weftctl "
+                     "topology export --format json)");
+      }
+      absl::StatusOr<weft::v1::ClusterSnapshot> loaded =
+          LoadObservedSnapshot(absl::GetFlag(FLAGS_observed));
+      if (!loaded.ok()) return OfflineFailed("topology check", loaded.status());
+      observed = *std::move(loaded);
+    } else {
+      weft::v1::GetTopologyResponse response;
+      grpc::Status status = placement_->GetTopology(
+          Context().get(), weft::v1::GetTopologyRequest(), &response);
+      if (!status.ok()) return RpcFailed("topology check", status);
+      for (const weft::v1::OmittedNode& omitted : response.omitted()) {
+        std::cerr << "weftctl: warning: node " << omitted.node()
+                  << " is not checked: " << omitted.reason() << "\n";
+      }
+      observed = std::move(*response.mutable_snapshot());
+    }
+    absl::StatusOr<TopologyCheckResult> result =
+        RunTopologyCheck(absl::GetFlag(FLAGS_topology), observed, json_);
+    if (!result.ok()) return OfflineFailed("topology check", result.status());
+    std::cout << result->output;
+    return result->exit_code;
   }
 
   std::unique_ptr<weft::v1::AdminService::Stub> stub_;

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "controller/cabling.h"
 
 namespace weft::controller {
 namespace {
@@ -78,48 +79,86 @@ std::optional<uint32_t> RoceV2GidIndex(const weft::v1::Nic& nic) {
   return ipv4 ? ipv4 : global;
 }
 
+namespace {
+
+// The RoCE NICs of a node as the snapshot lists them: a device repeated (a second port)
+// keeps its first entry.
+std::vector<const weft::v1::Nic*> SnapshotNics(const weft::v1::NodeInfo& info) {
+  std::vector<const weft::v1::Nic*> nics;
+  absl::flat_hash_set<std::string> devices;
+  for (const weft::v1::Nic& nic : info.nics()) {
+    if (IsRoceNic(nic) && devices.insert(nic.device()).second) nics.push_back(&nic);
+  }
+  return nics;
+}
+
+// The registered rack, else the one LLDP suggests; "" when neither.
+std::string EffectiveRack(const weft::v1::NodeInfo& info,
+                          const std::vector<const weft::v1::Nic*>& nics) {
+  if (!info.rack().empty()) return info.rack();
+  std::vector<ObservedNic> observed;
+  for (const weft::v1::Nic* nic : nics) {
+    observed.push_back({nic->device(), LldpSwitchName(nic->lldp_neighbor()),
+                        nic->lldp_neighbor().port_id()});
+  }
+  std::optional<RackInference> inferred = InferRack(observed);
+  return inferred ? inferred->rack : "";
+}
+
+}  // namespace
+
 InventorySnapshot SnapshotFromNodes(const std::vector<NodeStatus>& nodes,
                                     const CongestionScale& scale, absl::Time now) {
-  // Rack names registered under more than one pod are qualified with their pod.
-  std::map<std::string, std::set<std::string>> pods_of_rack;
+  std::vector<std::vector<const weft::v1::Nic*>> nics_of_node;
+  std::vector<std::string> rack_of_node;
+  nics_of_node.reserve(nodes.size());
+  rack_of_node.reserve(nodes.size());
   for (const NodeStatus& node : nodes) {
-    if (!node.info().rack().empty()) {
-      pods_of_rack[node.info().rack()].insert(node.info().pod());
-    }
+    nics_of_node.push_back(SnapshotNics(node.info()));
+    rack_of_node.push_back(EffectiveRack(node.info(), nics_of_node.back()));
+  }
+  // Rack names registered (or inferred) under more than one pod are qualified with
+  // their pod.
+  std::map<std::string, std::set<std::string>> pods_of_rack;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!rack_of_node[i].empty()) pods_of_rack[rack_of_node[i]].insert(nodes[i].info().pod());
   }
 
   InventorySnapshot out;
   out.snapshot.set_taken_at_unix_s(absl::ToUnixSeconds(now));
-  for (const NodeStatus& status : nodes) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeStatus& status = nodes[i];
     const weft::v1::NodeInfo& info = status.info();
-    if (info.rack().empty()) {
+    const std::string& rack = rack_of_node[i];
+    if (rack.empty()) {
       weft::v1::OmittedNode& omitted = out.omitted.emplace_back();
       omitted.set_node(info.name());
       omitted.set_reason(
-          "no rack; start its agent with --rack (or set rack in agent.yaml) so placement "
-          "and topology exports can use it");
+          "no rack, and no LLDP neighbor to infer one from; start its agent with --rack (or "
+          "set rack in agent.yaml) so placement and topology exports can use it");
       continue;
     }
     weft::v1::SnapshotNode* node = out.snapshot.add_nodes();
     node->set_name(info.name());
-    node->set_rack(pods_of_rack[info.rack()].size() > 1
-                       ? absl::StrCat(info.pod(), "/", info.rack())
-                       : info.rack());
+    node->set_rack(pods_of_rack[rack].size() > 1 ? absl::StrCat(info.pod(), "/", rack) : rack);
+    node->set_rack_from_lldp(info.rack().empty());
     node->set_pod(info.pod());
     node->set_drained(status.state() == weft::v1::NODE_STATE_DRAINED);
     node->set_healthy(status.reporting() && status.health() == weft::v1::NODE_STATE_HEALTHY);
     node->set_congestion(NodeCongestion(status, scale));
 
     absl::flat_hash_set<std::string> devices;
-    for (const weft::v1::Nic& nic : info.nics()) {
-      if (!IsRoceNic(nic) || !devices.insert(nic.device()).second) continue;
+    for (const weft::v1::Nic* nic : nics_of_node[i]) {
+      devices.insert(nic->device());
       weft::v1::SnapshotNic* out_nic = node->add_nics();
-      out_nic->set_device(nic.device());
-      out_nic->set_port(nic.port());
-      out_nic->set_netdev(nic.netdev());
-      if (std::optional<uint32_t> gid = RoceV2GidIndex(nic)) {
+      out_nic->set_device(nic->device());
+      out_nic->set_port(nic->port());
+      out_nic->set_netdev(nic->netdev());
+      if (std::optional<uint32_t> gid = RoceV2GidIndex(*nic)) {
         out_nic->set_roce_v2_gid_index(*gid);
       }
+      out_nic->set_lldp_switch(LldpSwitchName(nic->lldp_neighbor()));
+      out_nic->set_lldp_port(nic->lldp_neighbor().port_id());
     }
     absl::flat_hash_set<uint32_t> gpu_indices;
     for (const weft::v1::Gpu& gpu : info.gpus()) {

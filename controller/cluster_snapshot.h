@@ -4,7 +4,10 @@
 // them on every placement and for GetTopology. Thread-safe (no state).
 //
 // Per registered node:
-//   rack, pod     from its registration (NodeInfo). A node without a rack is left out
+//   rack, pod     from its registration (NodeInfo). A node that registered no rack
+//                 gets the one its NICs' LLDP neighbors imply (InferRack in cabling.h:
+//                 its ToR, or the '+'-joined group of its rail leaves) and is marked
+//                 rack_from_lldp; one without LLDP neighbors either is left out
 //                 (OmittedNode, saying how to fix it). A rack name registered under two
 //                 pods names two racks (the inventory's rack table keys racks by
 //                 (pod, rack) too): each is then written "pod/rack".
@@ -13,7 +16,8 @@
 //                 health here and is marked `drained`.
 //   drained       drained by an operator or by the auto-drain policy.
 //   nics          its RDMA NICs whose link layer is Ethernet (or unknown), with port,
-//                 netdev and the RoCE v2 GID index NCCL should use (RoceV2GidIndex).
+//                 netdev, the RoCE v2 GID index NCCL should use (RoceV2GidIndex) and
+//                 the LLDP neighbor's switch and port (for the cabling check).
 //   gpus          index and closest NIC; a closest NIC the node does not list (or that
 //                 is not Ethernet) is dropped, so the GPU falls back to its rail; a
 //                 repeated GPU index keeps its first entry.

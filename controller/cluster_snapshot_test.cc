@@ -202,6 +202,41 @@ TEST(SnapshotFromNodesTest, NodeWithoutRackIsOmittedWithAFix) {
   EXPECT_NE(out.omitted[0].reason().find("--rack"), std::string::npos);
 }
 
+// Sets the LLDP neighbor of each NIC of `node`: switches[i] for NIC i.
+NodeStatus WithLldp(NodeStatus node, const std::vector<std::string>& switches) {
+  for (size_t i = 0; i < switches.size(); ++i) {
+    weft::v1::LldpNeighbor* neighbor =
+        node.mutable_info()->mutable_nics(static_cast<int>(i))->mutable_lldp_neighbor();
+    neighbor->set_chassis_name(switches[i]);
+    neighbor->set_port_id("swp" + std::to_string(i + 1));
+  }
+  return node;
+}
+
+TEST(SnapshotFromNodesTest, NodeWithoutRackGetsItsRackFromLldp) {
+  const InventorySnapshot out = SnapshotFromNodes(
+      {WithLldp(MakeNode("tor-node", "", "p1"), {"tor-7", "tor-7"}),
+       WithLldp(MakeNode("rail-node", "", "p1"), {"leaf-r0", "leaf-r1"}),
+       WithLldp(MakeNode("registered", "r1", "p1"), {"tor-9", "tor-9"}),
+       WithLldp(MakeNode("silent", "", "p1"), {"", ""})},
+      CongestionScale(), kNow);
+  ASSERT_EQ(out.snapshot.nodes_size(), 3);
+  EXPECT_EQ(out.snapshot.nodes(0).rack(), "tor-7");
+  EXPECT_TRUE(out.snapshot.nodes(0).rack_from_lldp());
+  EXPECT_EQ(out.snapshot.nodes(1).rack(), "leaf-r0+leaf-r1");
+  EXPECT_TRUE(out.snapshot.nodes(1).rack_from_lldp());
+  EXPECT_EQ(out.snapshot.nodes(2).rack(), "r1");  // registration wins over LLDP
+  EXPECT_FALSE(out.snapshot.nodes(2).rack_from_lldp());
+  EXPECT_EQ(out.snapshot.nodes(0).nics(1).lldp_switch(), "tor-7");
+  EXPECT_EQ(out.snapshot.nodes(0).nics(1).lldp_port(), "swp2");
+  ASSERT_EQ(out.omitted.size(), 1u);
+  EXPECT_EQ(out.omitted[0].node(), "silent");
+  EXPECT_NE(out.omitted[0].reason().find("no LLDP neighbor"), std::string::npos);
+  absl::StatusOr<placement::Topology> topology = placement::Topology::Build(out.snapshot);
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  EXPECT_EQ(topology->racks().size(), 3u);
+}
+
 TEST(SnapshotFromNodesTest, RackNameInTwoPodsBecomesTwoQualifiedRacks) {
   const InventorySnapshot out = SnapshotFromNodes(
       {MakeNode("a", "r1", "p1"), MakeNode("b", "r1", "p2"), MakeNode("c", "r2", "p2")},
