@@ -10,6 +10,7 @@ packages=(
   libibverbs-dev librdmacm-dev libsqlite3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   lldpd prometheus-node-exporter slurmctld slurmd slurm-client
+  libgloo-dev libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -1,0 +1,168 @@
+#include "bench/datapath/perf_report.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace weft::bench {
+
+const char* CollectiveName(Collective collective) {
+  return collective == Collective::kAllReduce ? "all-reduce" : "all-to-all";
+}
+
+void KeepBest(std::vector<Measurement>& all, const std::vector<Measurement>& more) {
+  for (const Measurement& m : more) {
+    auto same = std::find_if(all.begin(), all.end(), [&](const Measurement& o) {
+      return o.library == m.library && o.collective == m.collective && o.ranks == m.ranks &&
+             o.bytes == m.bytes;
+    });
+    if (same == all.end()) {
+      all.push_back(m);
+    } else if (m.time_us < same->time_us) {
+      *same = m;
+    }
+  }
+}
+
+double AlgBandwidthGBps(size_t bytes, double time_us) {
+  if (time_us <= 0) return 0;
+  return static_cast<double>(bytes) / (time_us * 1e3);
+}
+
+double BusBandwidthGBps(Collective collective, int ranks, size_t bytes, double time_us) {
+  const double n = ranks;
+  const double factor = collective == Collective::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
+  return AlgBandwidthGBps(bytes, time_us) * factor;
+}
+
+std::string FormatBytes(size_t bytes) {
+  if (bytes >= (size_t{1} << 20) && bytes % (size_t{1} << 20) == 0) {
+    return absl::StrCat(bytes >> 20, " MiB");
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0) return absl::StrCat(bytes >> 10, " KiB");
+  return absl::StrCat(bytes, " B");
+}
+
+namespace {
+
+using Key = std::tuple<Collective, int, size_t>;
+
+std::map<std::string, std::map<Key, const Measurement*>> Index(
+    const std::vector<Measurement>& measurements) {
+  std::map<std::string, std::map<Key, const Measurement*>> index;
+  for (const Measurement& m : measurements) {
+    index[m.library][Key(m.collective, m.ranks, m.bytes)] = &m;
+  }
+  return index;
+}
+
+std::string Time(double us) {
+  if (us >= 1e5) return absl::StrFormat("%.0f", us);
+  if (us >= 100) return absl::StrFormat("%.0f", us);
+  return absl::StrFormat("%.1f", us);
+}
+
+}  // namespace
+
+TargetCheck CheckTargets(const std::vector<Measurement>& measurements, const std::string& weft,
+                         const std::string& baseline, size_t bandwidth_from_bytes,
+                         size_t latency_up_to_bytes) {
+  auto index = Index(measurements);
+  TargetCheck check;
+  check.worst_bandwidth_ratio = 1e30;
+  check.worst_latency_ratio = 1e30;
+  for (const auto& [key, ours] : index[weft]) {
+    auto it = index[baseline].find(key);
+    if (it == index[baseline].end()) continue;
+    const double ratio = it->second->time_us / ours->time_us;
+    const size_t bytes = std::get<2>(key);
+    if (bytes >= bandwidth_from_bytes) {
+      ++check.bandwidth_cases;
+      if (ratio >= 1.0) ++check.bandwidth_met;
+      check.worst_bandwidth_ratio = std::min(check.worst_bandwidth_ratio, ratio);
+    }
+    if (bytes <= latency_up_to_bytes) {
+      ++check.latency_cases;
+      if (ratio >= 1.0) ++check.latency_met;
+      check.worst_latency_ratio = std::min(check.worst_latency_ratio, ratio);
+    }
+  }
+  if (check.bandwidth_cases == 0) check.worst_bandwidth_ratio = 0;
+  if (check.latency_cases == 0) check.worst_latency_ratio = 0;
+  return check;
+}
+
+std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement>& measurements) {
+  auto index = Index(measurements);
+  std::string out = absl::StrCat("## ", text.title, "\n\n");
+  for (const std::string& paragraph : text.preamble) absl::StrAppend(&out, paragraph, "\n\n");
+  const std::string& weft = text.libraries.front();
+  auto label = [&](size_t i) {
+    return i < text.library_labels.size() ? text.library_labels[i] : text.libraries[i];
+  };
+
+  std::set<std::pair<Collective, int>> tables;
+  for (const Measurement& m : measurements) tables.insert({m.collective, m.ranks});
+  for (const auto& [collective, ranks] : tables) {
+    absl::StrAppend(&out, "### ", CollectiveName(collective), ", ", ranks, " ranks\n\n");
+    std::vector<std::string> header = {"size"};
+    for (size_t i = 0; i < text.libraries.size(); ++i) header.push_back(label(i) + " µs");
+    for (size_t i = 0; i < text.libraries.size(); ++i) header.push_back(label(i) + " busbw GB/s");
+    for (size_t i = 1; i < text.libraries.size(); ++i) {
+      header.push_back(absl::StrCat(label(0), " vs ", label(i)));
+    }
+    absl::StrAppend(&out, "| ", absl::StrJoin(header, " | "), " |\n|");
+    for (size_t i = 0; i < header.size(); ++i) absl::StrAppend(&out, i == 0 ? "---|" : "---:|");
+    absl::StrAppend(&out, "\n");
+    std::set<size_t> sizes;
+    for (const Measurement& m : measurements) {
+      if (m.collective == collective && m.ranks == ranks) sizes.insert(m.bytes);
+    }
+    for (size_t bytes : sizes) {
+      const Key key(collective, ranks, bytes);
+      std::vector<std::string> row = {FormatBytes(bytes)};
+      std::vector<const Measurement*> found;
+      for (const std::string& library : text.libraries) {
+        auto it = index[library].find(key);
+        found.push_back(it == index[library].end() ? nullptr : it->second);
+      }
+      for (const Measurement* m : found) row.push_back(m ? Time(m->time_us) : "–");
+      for (const Measurement* m : found) {
+        row.push_back(
+            m ? absl::StrFormat("%.3f", BusBandwidthGBps(collective, ranks, bytes, m->time_us))
+              : "–");
+      }
+      for (size_t i = 1; i < found.size(); ++i) {
+        row.push_back(found[0] && found[i]
+                          ? absl::StrFormat("%.2f×", found[i]->time_us / found[0]->time_us)
+                          : "–");
+      }
+      absl::StrAppend(&out, "| ", absl::StrJoin(row, " | "), " |\n");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+
+  absl::StrAppend(&out, "### Against the targets\n\n");
+  for (size_t i = 1; i < text.libraries.size(); ++i) {
+    const TargetCheck check =
+        CheckTargets(measurements, weft, text.libraries[i], size_t{1} << 20, size_t{64} << 10);
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("- vs %s: bus bandwidth at 1 MiB and above at least %s's in %d of %d "
+                        "cases (worst %.2f×); latency from 8 B to 64 KiB at most %s's in %d of "
+                        "%d cases (worst %.2f×).\n",
+                        label(i), label(i), check.bandwidth_met, check.bandwidth_cases,
+                        check.worst_bandwidth_ratio, label(i), check.latency_met,
+                        check.latency_cases, check.worst_latency_ratio));
+  }
+  absl::StrAppend(&out, "\nRatios are the other library's time over ", label(0),
+                  "'s (equal to the bus bandwidth ratio): above 1× ", label(0), " is faster.\n");
+  return out;
+}
+
+}  // namespace weft::bench

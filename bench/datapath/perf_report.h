@@ -1,0 +1,70 @@
+// weft-perf's numbers and its markdown: bandwidth formulas as nccl-tests define them,
+// the per-size tables (Weft next to Gloo and Open MPI, with ratios), and the check of
+// the targets. Pure functions over measurements; thread-safe.
+//
+//   algbw = bytes / time
+//   busbw = algbw × 2(n−1)/n   all-reduce  (each rank sends and receives that much)
+//   busbw = algbw × (n−1)/n    all-to-all
+// where bytes is the per-rank buffer (all-reduce) or the per-rank send buffer
+// (all-to-all), n the rank count, and 1 GB/s = 1e9 bytes per second.
+#ifndef WEFT_BENCH_DATAPATH_PERF_REPORT_H_
+#define WEFT_BENCH_DATAPATH_PERF_REPORT_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace weft::bench {
+
+enum class Collective { kAllReduce, kAllToAll };
+
+const char* CollectiveName(Collective collective);  // "all-reduce", "all-to-all"
+
+struct Measurement {
+  std::string library;  // "weft", "gloo", "mpi"
+  Collective collective = Collective::kAllReduce;
+  int ranks = 0;
+  size_t bytes = 0;
+  double time_us = 0;  // slowest rank's mean per operation
+  int iterations = 0;
+};
+
+// Merges `more` into `all`: a measurement of a new (library, collective, ranks, bytes)
+// is added; one already there is replaced if `more` has the shorter time.
+void KeepBest(std::vector<Measurement>& all, const std::vector<Measurement>& more);
+
+double AlgBandwidthGBps(size_t bytes, double time_us);
+double BusBandwidthGBps(Collective collective, int ranks, size_t bytes, double time_us);
+
+// "8 B", "64 KiB", "256 MiB".
+std::string FormatBytes(size_t bytes);
+
+// How Weft fares against one baseline on the targets: bus bandwidth at least
+// the baseline's from `bandwidth_from_bytes` up, latency at most the baseline's up to
+// `latency_up_to_bytes`. Ratios are baseline time / Weft time (above 1: Weft faster).
+struct TargetCheck {
+  int bandwidth_cases = 0;
+  int bandwidth_met = 0;
+  double worst_bandwidth_ratio = 0;
+  int latency_cases = 0;
+  int latency_met = 0;
+  double worst_latency_ratio = 0;
+};
+TargetCheck CheckTargets(const std::vector<Measurement>& measurements, const std::string& weft,
+                         const std::string& baseline, size_t bandwidth_from_bytes,
+                         size_t latency_up_to_bytes);
+
+struct ReportText {
+  std::string title;
+  std::vector<std::string> preamble;   // paragraphs before the tables
+  std::vector<std::string> libraries;  // column order; the first is Weft
+  std::vector<std::string> library_labels;
+};
+
+// One table per (collective, rank count): time and bus bandwidth per library, and
+// Weft's speed-up over each other library; then the target check.
+std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement>& measurements);
+
+}  // namespace weft::bench
+
+#endif  // WEFT_BENCH_DATAPATH_PERF_REPORT_H_

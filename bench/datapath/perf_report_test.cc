@@ -1,0 +1,85 @@
+#include "bench/datapath/perf_report.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace weft::bench {
+namespace {
+
+TEST(BandwidthTest, NcclTestsFormulas) {
+  // 1 GB in 1 s.
+  EXPECT_DOUBLE_EQ(AlgBandwidthGBps(1'000'000'000, 1e6), 1.0);
+  // All-reduce on 4 ranks: × 2·3/4 = 1.5.
+  EXPECT_DOUBLE_EQ(BusBandwidthGBps(Collective::kAllReduce, 4, 1'000'000'000, 1e6), 1.5);
+  // All-to-all on 8 ranks: × 7/8.
+  EXPECT_DOUBLE_EQ(BusBandwidthGBps(Collective::kAllToAll, 8, 1'000'000'000, 1e6), 0.875);
+  // Two ranks: all-reduce busbw = algbw.
+  EXPECT_DOUBLE_EQ(BusBandwidthGBps(Collective::kAllReduce, 2, 500, 1), 0.5);
+  EXPECT_EQ(AlgBandwidthGBps(10, 0), 0);
+}
+
+TEST(KeepBestTest, AddsNewAndKeepsFasterMeasurements) {
+  std::vector<Measurement> all = {{"weft", Collective::kAllReduce, 2, 8, 10.0, 5}};
+  KeepBest(all, {{"weft", Collective::kAllReduce, 2, 8, 12.0, 5},
+                 {"weft", Collective::kAllReduce, 2, 64, 11.0, 5},
+                 {"gloo", Collective::kAllReduce, 2, 8, 30.0, 5}});
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].time_us, 10.0);
+  KeepBest(all, {{"weft", Collective::kAllReduce, 2, 8, 9.0, 7}});
+  EXPECT_EQ(all[0].time_us, 9.0);
+  EXPECT_EQ(all[0].iterations, 7);
+}
+
+TEST(FormatBytesTest, BinaryUnits) {
+  EXPECT_EQ(FormatBytes(8), "8 B");
+  EXPECT_EQ(FormatBytes(65536), "64 KiB");
+  EXPECT_EQ(FormatBytes(256u << 20), "256 MiB");
+  EXPECT_EQ(FormatBytes(1000), "1000 B");
+}
+
+std::vector<Measurement> Sample() {
+  return {
+      {"weft", Collective::kAllReduce, 2, 8, 10.0, 100},
+      {"gloo", Collective::kAllReduce, 2, 8, 20.0, 100},
+      {"weft", Collective::kAllReduce, 2, 1 << 20, 1000.0, 10},
+      {"gloo", Collective::kAllReduce, 2, 1 << 20, 800.0, 10},
+      {"weft", Collective::kAllToAll, 4, 65536, 50.0, 10},
+      {"gloo", Collective::kAllToAll, 4, 65536, 50.0, 10},
+  };
+}
+
+TEST(CheckTargetsTest, CountsCasesAndWorstRatios) {
+  TargetCheck check = CheckTargets(Sample(), "weft", "gloo", 1 << 20, 64 << 10);
+  EXPECT_EQ(check.bandwidth_cases, 1);
+  EXPECT_EQ(check.bandwidth_met, 0);
+  EXPECT_DOUBLE_EQ(check.worst_bandwidth_ratio, 0.8);
+  EXPECT_EQ(check.latency_cases, 2);
+  EXPECT_EQ(check.latency_met, 2);  // 2× faster and a tie
+  EXPECT_DOUBLE_EQ(check.worst_latency_ratio, 1.0);
+}
+
+TEST(RenderMarkdownTest, TablesRatiosAndMissingCells) {
+  ReportText text;
+  text.title = "Data path";
+  text.preamble = {"Setup."};
+  text.libraries = {"weft", "gloo", "mpi"};
+  text.library_labels = {"Weft", "Gloo", "MPI"};
+  const std::string md = RenderMarkdown(text, Sample());
+  EXPECT_NE(md.find("## Data path\n\nSetup.\n\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("### all-reduce, 2 ranks"), std::string::npos);
+  EXPECT_NE(md.find("### all-to-all, 4 ranks"), std::string::npos);
+  EXPECT_NE(md.find("| size | Weft µs | Gloo µs | MPI µs | Weft busbw GB/s | Gloo busbw GB/s | "
+                    "MPI busbw GB/s | Weft vs Gloo | Weft vs MPI |"),
+            std::string::npos)
+      << md;
+  // 8 B: Weft 10 µs, Gloo 20 µs, no MPI figure: 2.00× and a dash.
+  EXPECT_NE(md.find("| 8 B | 10.0 | 20.0 | – | 0.001 | 0.000 | – | 2.00× | – |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- vs Gloo: bus bandwidth at 1 MiB and above at least Gloo's in 0 of 1"),
+            std::string::npos)
+      << md;
+}
+
+}  // namespace
+}  // namespace weft::bench

@@ -1,0 +1,90 @@
+#include "bench/datapath/sweep.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace weft::bench {
+namespace {
+
+absl::Status CheckAllReduce(const SweepConfig& config, CollectiveLibrary& ops,
+                            std::vector<float>& data) {
+  std::fill(data.begin(), data.end(), static_cast<float>(config.rank + 1));
+  RETURN_IF_ERROR(ops.AllReduceSum(data.data(), data.size()));
+  const float want = config.ranks * (config.ranks + 1) / 2.0f;
+  for (size_t i : {size_t{0}, data.size() / 2, data.size() - 1}) {
+    if (data[i] != want) {
+      return absl::InternalError(absl::StrCat("all-reduce of ", data.size(), " floats: element ", i,
+                                              " is ", data[i], ", want ", want));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAllToAll(const SweepConfig& config, CollectiveLibrary& ops,
+                           std::vector<float>& input, std::vector<float>& output, size_t count) {
+  for (int to = 0; to < config.ranks; ++to) {
+    std::fill(input.begin() + to * count, input.begin() + (to + 1) * count,
+              static_cast<float>(config.rank * 1000 + to));
+  }
+  RETURN_IF_ERROR(ops.AllToAll(input.data(), output.data(), count));
+  for (int from = 0; from < config.ranks; ++from) {
+    for (size_t i : {size_t{0}, count - 1}) {
+      const float got = output[from * count + i];
+      const float want = static_cast<float>(from * 1000 + config.rank);
+      if (got != want) {
+        return absl::InternalError(
+            absl::StrCat("all-to-all: block from rank ", from, " holds ", got, ", want ", want));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
+                                                  const std::string& library,
+                                                  CollectiveLibrary& ops) {
+  std::vector<Measurement> out;
+  CollectiveHooks hooks;
+  hooks.max_over_ranks = [&](double v) { return ops.MaxOverRanks(v); };
+  if (config.all_reduce) {
+    for (size_t bytes : config.sizes) {
+      const size_t count = std::max<size_t>(bytes / sizeof(float), 1);
+      std::vector<float> data(count, 1.0f);
+      hooks.run_once = [&] { return ops.AllReduceSum(data.data(), count); };
+      absl::StatusOr<Timing> timing = TimeCollective(hooks, config.policy);
+      if (!timing.ok()) {
+        return absl::Status(
+            timing.status().code(),
+            absl::StrCat(library, " all-reduce of ", bytes, " bytes: ", timing.status().message()));
+      }
+      RETURN_IF_ERROR(CheckAllReduce(config, ops, data));
+      out.push_back(Measurement{library, Collective::kAllReduce, config.ranks,
+                                count * sizeof(float), timing->time_us, timing->iterations});
+    }
+  }
+  if (config.all_to_all) {
+    for (size_t requested : config.sizes) {
+      const size_t bytes = AllToAllBytes(requested, config.ranks);
+      const size_t count = bytes / sizeof(float) / config.ranks;
+      std::vector<float> input(count * config.ranks, 1.0f), output(count * config.ranks);
+      hooks.run_once = [&] { return ops.AllToAll(input.data(), output.data(), count); };
+      absl::StatusOr<Timing> timing = TimeCollective(hooks, config.policy);
+      if (!timing.ok()) {
+        return absl::Status(
+            timing.status().code(),
+            absl::StrCat(library, " all-to-all of ", bytes, " bytes: ", timing.status().message()));
+      }
+      RETURN_IF_ERROR(CheckAllToAll(config, ops, input, output, count));
+      out.push_back(Measurement{library, Collective::kAllToAll, config.ranks, bytes,
+                                timing->time_us, timing->iterations});
+    }
+  }
+  return out;
+}
+
+}  // namespace weft::bench

@@ -1,0 +1,78 @@
+#include "bench/datapath/sweep.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "bench/datapath/weft_library.h"
+#include "datapath/collectives.h"
+#include "datapath/transport_test_util.h"
+#include "gtest/gtest.h"
+
+namespace weft::bench {
+namespace {
+
+// A one-rank "library" that can be told to skip work.
+class LocalLibrary : public CollectiveLibrary {
+ public:
+  explicit LocalLibrary(bool lazy) : lazy_(lazy) {}
+  absl::Status AllReduceSum(float* data, size_t count) override {
+    if (lazy_) std::memset(data, 0, count * sizeof(float));
+    return absl::OkStatus();
+  }
+  absl::Status AllToAll(const float* input, float* output, size_t count) override {
+    std::memcpy(output, input, count * sizeof(float));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> MaxOverRanks(double value) override { return value; }
+
+ private:
+  bool lazy_;
+};
+
+SweepConfig OneRank() {
+  SweepConfig config;
+  config.sizes = {8, 4096};
+  config.policy.budget_seconds = 0.001;
+  return config;
+}
+
+TEST(RunSweepTest, MeasuresEverySizeOfBothCollectives) {
+  LocalLibrary library(false);
+  auto measurements = RunSweep(OneRank(), "local", library);
+  ASSERT_TRUE(measurements.ok()) << measurements.status();
+  ASSERT_EQ(measurements->size(), 4u);
+  EXPECT_EQ((*measurements)[0].collective, Collective::kAllReduce);
+  EXPECT_EQ((*measurements)[1].bytes, 4096u);
+  EXPECT_EQ((*measurements)[3].collective, Collective::kAllToAll);
+  EXPECT_GE((*measurements)[0].iterations, 2);
+}
+
+TEST(RunSweepTest, AWrongResultFailsTheSweep) {
+  LocalLibrary lazy(true);
+  auto measurements = RunSweep(OneRank(), "lazy", lazy);
+  EXPECT_EQ(measurements.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(measurements.status().message().find("element 0 is 0, want 1"), std::string::npos)
+      << measurements.status();
+}
+
+TEST(RunSweepTest, WeftOverTcpPassesItsOwnChecks) {
+  auto transports = datapath::MakeTcpTransports(3);
+  ASSERT_TRUE(transports.ok());
+  std::vector<std::unique_ptr<datapath::Communicator>> comms;
+  for (auto& t : *transports) comms.push_back(*datapath::Communicator::Create(std::move(t)));
+  datapath::RunRanks(3, [&](int rank) {
+    SweepConfig config = OneRank();
+    config.rank = rank;
+    config.ranks = 3;
+    config.sizes = {8, 100000};
+    WeftLibrary library(*comms[rank]);
+    auto measurements = RunSweep(config, "weft", library);
+    ASSERT_TRUE(measurements.ok()) << measurements.status();
+    EXPECT_EQ(measurements->size(), 4u);
+    EXPECT_EQ((*measurements)[2].bytes, 12u);  // all-to-all: 8 B rounded up to 1 float × 3 ranks
+  });
+}
+
+}  // namespace
+}  // namespace weft::bench

@@ -1,0 +1,92 @@
+#include "bench/datapath/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace weft::bench {
+namespace {
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+absl::StatusOr<Timing> TimeCollective(const CollectiveHooks& hooks, const TimingPolicy& policy) {
+  for (int i = 0; i < policy.warmup_iterations; ++i) RETURN_IF_ERROR(hooks.run_once());
+  ASSIGN_OR_RETURN(double ignored, hooks.max_over_ranks(0));
+  (void)ignored;
+  double start = NowSeconds();
+  RETURN_IF_ERROR(hooks.run_once());
+  ASSIGN_OR_RETURN(double probe, hooks.max_over_ranks(NowSeconds() - start));
+  const int runs =
+      static_cast<int>(std::clamp(std::floor(policy.budget_seconds / std::max(probe, 1e-9)),
+                                  static_cast<double>(std::max(policy.min_iterations, 1)),
+                                  static_cast<double>(std::max(policy.max_iterations, 1))));
+  const int batches = std::clamp(runs, 1, std::max(policy.batches, 1));
+  const int per_batch = runs / batches;
+  double best = 1e300;
+  for (int b = 0; b < batches; ++b) {
+    ASSIGN_OR_RETURN(ignored, hooks.max_over_ranks(0));  // line up
+    start = NowSeconds();
+    for (int i = 0; i < per_batch; ++i) RETURN_IF_ERROR(hooks.run_once());
+    const double mean = (NowSeconds() - start) / per_batch;
+    ASSIGN_OR_RETURN(double slowest, hooks.max_over_ranks(mean));
+    best = std::min(best, slowest);
+  }
+  return Timing{best * 1e6, batches * per_batch};
+}
+
+std::vector<size_t> SweepSizes(size_t max_bytes) {
+  std::vector<size_t> sizes;
+  for (size_t s : {size_t{8}, size_t{64}, size_t{512}, size_t{4} << 10, size_t{32} << 10,
+                   size_t{64} << 10, size_t{256} << 10}) {
+    if (s <= max_bytes) sizes.push_back(s);
+  }
+  for (size_t s = size_t{1} << 20; s <= max_bytes; s *= 4) sizes.push_back(s);
+  return sizes;
+}
+
+size_t AllToAllBytes(size_t bytes, int ranks) {
+  const size_t unit = 4 * static_cast<size_t>(ranks);
+  return (bytes + unit - 1) / unit * unit;
+}
+
+std::string SerializeMeasurement(const Measurement& m) {
+  return absl::StrFormat("%s %s %d %d %.3f %d\n", m.library, CollectiveName(m.collective), m.ranks,
+                         m.bytes, m.time_us, m.iterations);
+}
+
+absl::StatusOr<std::vector<Measurement>> ParseMeasurements(const std::string& text) {
+  std::vector<Measurement> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (line[0] == '#') continue;  // a note, not a measurement
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    Measurement m;
+    bool ok = f.size() == 6;
+    if (ok) {
+      m.library = std::string(f[0]);
+      if (f[1] == "all-reduce") {
+        m.collective = Collective::kAllReduce;
+      } else if (f[1] == "all-to-all") {
+        m.collective = Collective::kAllToAll;
+      } else {
+        ok = false;
+      }
+      ok = ok && absl::SimpleAtoi(f[2], &m.ranks) && absl::SimpleAtoi(f[3], &m.bytes) &&
+           absl::SimpleAtod(f[4], &m.time_us) && absl::SimpleAtoi(f[5], &m.iterations);
+    }
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat("bad measurement line '", line, "'"));
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace weft::bench

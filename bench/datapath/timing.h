@@ -1,0 +1,60 @@
+// The timing loop every library in weft-perf runs under, so the numbers compare like
+// for like: a probe run (which also warms up: buffers touched, connections busy) whose
+// slowest-rank time sets how many runs fit the per-size budget (the same count on
+// every rank), then those runs in up to `batches` batches. Each batch's result is the slowest
+// rank's mean time per run; the reported time is the best batch. Taking the best batch keeps bursts
+// of unrelated load on a shared machine out of the figures without hiding a library's own slowness
+// (every rank of the batch had to finish).
+//
+// Thread-compatible: one call at a time per rank.
+#ifndef WEFT_BENCH_DATAPATH_TIMING_H_
+#define WEFT_BENCH_DATAPATH_TIMING_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/datapath/perf_report.h"
+
+namespace weft::bench {
+
+struct TimingPolicy {
+  double budget_seconds = 0.25;  // per size, after warm-up and probe
+  int min_iterations = 1;
+  int max_iterations = 1000;
+  int warmup_iterations = 0;  // extra untimed runs before the probe
+  int batches = 5;
+};
+
+struct Timing {
+  double time_us = 0;
+  int iterations = 0;
+};
+
+// The collective under test, as a library offers it.
+struct CollectiveHooks {
+  std::function<absl::Status()> run_once;
+  // All ranks' maximum of `value` (the library's own all-reduce); also a barrier.
+  std::function<absl::StatusOr<double>(double value)> max_over_ranks;
+};
+
+absl::StatusOr<Timing> TimeCollective(const CollectiveHooks& hooks, const TimingPolicy& policy);
+
+// The sizes weft-perf sweeps: 8 B × 8^k up to 4 KiB, then 32 KiB, 64 KiB, 256 KiB and
+// powers of 4 up to `max_bytes`.
+std::vector<size_t> SweepSizes(size_t max_bytes);
+
+// All-to-all moves whole float32 elements to every rank: the per-rank send buffer is
+// `bytes` rounded up to a multiple of 4 × ranks.
+size_t AllToAllBytes(size_t bytes, int ranks);
+
+// One measurement per line between a rank-0 worker and weft-perf:
+//   <library> <all-reduce|all-to-all> <ranks> <bytes> <time_us> <iterations>
+// Lines starting with '#' are notes and skipped.
+std::string SerializeMeasurement(const Measurement& m);
+absl::StatusOr<std::vector<Measurement>> ParseMeasurements(const std::string& text);
+
+}  // namespace weft::bench
+
+#endif  // WEFT_BENCH_DATAPATH_TIMING_H_

@@ -1,0 +1,99 @@
+#include "bench/datapath/timing.h"
+
+#include "gtest/gtest.h"
+
+namespace weft::bench {
+namespace {
+
+TEST(TimeCollectiveTest, RunsWarmupProbeAndABudgetedCount) {
+  int runs = 0;
+  int syncs = 0;
+  CollectiveHooks hooks;
+  hooks.run_once = [&] {
+    ++runs;
+    return absl::OkStatus();
+  };
+  hooks.max_over_ranks = [&](double v) -> absl::StatusOr<double> {
+    ++syncs;
+    return v;
+  };
+  TimingPolicy policy;
+  policy.budget_seconds = 0;  // -> min_iterations
+  policy.min_iterations = 3;
+  policy.warmup_iterations = 2;
+  absl::StatusOr<Timing> timing = TimeCollective(hooks, policy);
+  ASSERT_TRUE(timing.ok());
+  EXPECT_EQ(timing->iterations, 3);
+  EXPECT_EQ(runs, 2 + 1 + 3);
+  EXPECT_EQ(syncs, 2 + 3 * 2);  // warm-up line-up, probe, then two per batch
+  EXPECT_GE(timing->time_us, 0);
+}
+
+TEST(TimeCollectiveTest, ReportsTheBestBatch) {
+  int call = 0;
+  CollectiveHooks hooks;
+  hooks.run_once = [] { return absl::OkStatus(); };
+  // The slowest rank's batch means: 3 s, then 1 s, then 2 s.
+  const double batch_means[] = {3.0, 1.0, 2.0};
+  int batch = 0;
+  hooks.max_over_ranks = [&](double v) -> absl::StatusOr<double> {
+    ++call;
+    if (call <= 2 || v == 0) return v;  // line-ups and the probe
+    return batch_means[batch++];
+  };
+  TimingPolicy policy;
+  policy.budget_seconds = 1e9;
+  policy.max_iterations = 3;
+  policy.batches = 3;
+  absl::StatusOr<Timing> timing = TimeCollective(hooks, policy);
+  ASSERT_TRUE(timing.ok());
+  EXPECT_EQ(timing->iterations, 3);
+  EXPECT_DOUBLE_EQ(timing->time_us, 1e6);
+}
+
+TEST(TimeCollectiveTest, ReportsTheSlowestRank) {
+  CollectiveHooks hooks;
+  hooks.run_once = [] { return absl::OkStatus(); };
+  hooks.max_over_ranks = [](double v) -> absl::StatusOr<double> { return v + 1.0; };
+  TimingPolicy policy;
+  policy.budget_seconds = 0;
+  absl::StatusOr<Timing> timing = TimeCollective(hooks, policy);
+  ASSERT_TRUE(timing.ok());
+  EXPECT_GE(timing->time_us, 1e6);  // the "other rank" took a second longer
+}
+
+TEST(TimeCollectiveTest, PropagatesFailures) {
+  CollectiveHooks hooks;
+  hooks.run_once = [] { return absl::UnavailableError("peer gone"); };
+  hooks.max_over_ranks = [](double v) -> absl::StatusOr<double> { return v; };
+  EXPECT_EQ(TimeCollective(hooks, {}).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(SweepSizesTest, FromEightBytesToTheCap) {
+  std::vector<size_t> sizes = SweepSizes(256u << 20);
+  EXPECT_EQ(sizes.front(), 8u);
+  EXPECT_EQ(sizes.back(), 256u << 20);
+  EXPECT_EQ(sizes.size(), 12u);
+  EXPECT_EQ(SweepSizes(64u << 10).back(), 64u << 10);
+}
+
+TEST(AllToAllBytesTest, WholeFloatsPerRank) {
+  EXPECT_EQ(AllToAllBytes(8, 2), 8u);
+  EXPECT_EQ(AllToAllBytes(8, 8), 32u);
+  EXPECT_EQ(AllToAllBytes(64, 3), 72u);
+}
+
+TEST(MeasurementLinesTest, RoundTrip) {
+  Measurement m{"gloo", Collective::kAllToAll, 8, 4096, 12.5, 40};
+  auto parsed = ParseMeasurements(SerializeMeasurement(m) + SerializeMeasurement(m));
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[1].library, "gloo");
+  EXPECT_EQ((*parsed)[1].collective, Collective::kAllToAll);
+  EXPECT_EQ((*parsed)[1].bytes, 4096u);
+  EXPECT_DOUBLE_EQ((*parsed)[1].time_us, 12.5);
+  EXPECT_FALSE(ParseMeasurements("gloo all-gather 2 8 1 1\n").ok());
+}
+
+}  // namespace
+}  // namespace weft::bench

@@ -1,0 +1,33 @@
+// Weft's Communicator as a CollectiveLibrary for weft-perf. Thread-compatible.
+#ifndef WEFT_BENCH_DATAPATH_WEFT_LIBRARY_H_
+#define WEFT_BENCH_DATAPATH_WEFT_LIBRARY_H_
+
+#include "bench/datapath/sweep.h"
+#include "datapath/collectives.h"
+
+namespace weft::bench {
+
+class WeftLibrary : public CollectiveLibrary {
+ public:
+  explicit WeftLibrary(datapath::Communicator& comm) : comm_(comm) {}
+
+  absl::Status AllReduceSum(float* data, size_t count) override {
+    return comm_.AllReduce(data, count, datapath::DataType::kFloat32, datapath::ReduceOp::kSum);
+  }
+  absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) override {
+    return comm_.AllToAll(input, output, count_per_rank, datapath::DataType::kFloat32);
+  }
+  absl::StatusOr<double> MaxOverRanks(double value) override {
+    absl::Status status =
+        comm_.AllReduce(&value, 1, datapath::DataType::kFloat64, datapath::ReduceOp::kMax);
+    if (!status.ok()) return status;
+    return value;
+  }
+
+ private:
+  datapath::Communicator& comm_;
+};
+
+}  // namespace weft::bench
+
+#endif  // WEFT_BENCH_DATAPATH_WEFT_LIBRARY_H_

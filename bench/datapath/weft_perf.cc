@@ -1,0 +1,463 @@
+// weft-perf: all-reduce and all-to-all latency and bus bandwidth of libweft next to
+// Gloo and Open MPI, in one run, on one machine. Every rank is a process: Weft's and
+// Gloo's are forked here (bench/datapath/launcher.h), Open MPI's are started by
+// mpirun running weft_perf_mpi. All three run the same sweep (sweep.h, timing.h).
+// Writes a markdown section to stdout and, with --out, to a file.
+//
+//   bazel run -c opt //bench/datapath:weft-perf -- --out=/tmp/datapath.md
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/datapath/gloo_library.h"
+#include "bench/datapath/launcher.h"
+#include "bench/datapath/perf_report.h"
+#include "bench/datapath/sweep.h"
+#include "bench/datapath/timing.h"
+#include "bench/datapath/weft_library.h"
+#include "common/logging.h"
+#include "datapath/socket_util.h"
+#include "datapath/tcp_rendezvous.h"
+#include "datapath/transport_factory.h"
+#include "datapath/verbs_ibv.h"
+
+ABSL_FLAG(std::string, out, "", "Also write the markdown section to this file.");
+ABSL_FLAG(std::string, ranks, "2,4,8", "Rank counts to run.");
+ABSL_FLAG(std::string, libraries, "weft,gloo,mpi", "Libraries to run (weft, gloo, mpi).");
+ABSL_FLAG(uint64_t, max_bytes, 256u << 20, "Largest size in bytes.");
+ABSL_FLAG(uint64_t, max_bytes_at_8_ranks, 64u << 20,
+          "Largest size with 8 or more ranks (they share this machine's cores).");
+ABSL_FLAG(uint64_t, min_bytes, 8, "Smallest size in bytes.");
+ABSL_FLAG(std::string, collectives, "all-reduce,all-to-all", "Collectives to run.");
+ABSL_FLAG(int, weft_socket_buffer_bytes, 0, "Weft TCP SO_SNDBUF/SO_RCVBUF (0: autotuning).");
+ABSL_FLAG(uint64_t, weft_segment_bytes, 0, "Weft ring segment size (0: the default).");
+ABSL_FLAG(int, weft_spin_us, -1, "Weft TCP spin before blocking, µs (-1: the default).");
+ABSL_FLAG(int, weft_ring_window, 0, "Weft all-reduce ring window (0: the default).");
+ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
+ABSL_FLAG(double, budget_seconds, 0.2, "Timed seconds per size and library.");
+ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
+ABSL_FLAG(int, repeats, 2, "Passes over every library; each figure is the best pass's.");
+ABSL_FLAG(std::string, transport, "auto", "Weft's transport: auto, rc or tcp.");
+ABSL_FLAG(std::string, mpirun, "mpirun", "The mpirun to start Open MPI ranks with.");
+ABSL_FLAG(std::string, mpi_worker, "", "weft_perf_mpi binary (default: next to this binary).");
+ABSL_FLAG(int, run_timeout_seconds, 900, "Kill a library's ranks after this long.");
+
+namespace weft::bench {
+namespace {
+
+using datapath::TransportKind;
+
+SweepConfig BaseConfig(int ranks) {
+  SweepConfig config;
+  config.ranks = ranks;
+  const uint64_t cap = ranks >= 8 ? std::min(absl::GetFlag(FLAGS_max_bytes),
+                                             absl::GetFlag(FLAGS_max_bytes_at_8_ranks))
+                                  : absl::GetFlag(FLAGS_max_bytes);
+  for (size_t size : SweepSizes(cap)) {
+    if (size >= absl::GetFlag(FLAGS_min_bytes)) config.sizes.push_back(size);
+  }
+  const std::string collectives = absl::GetFlag(FLAGS_collectives);
+  config.all_reduce = collectives.find("all-reduce") != std::string::npos;
+  config.all_to_all = collectives.find("all-to-all") != std::string::npos;
+  config.policy.budget_seconds = absl::GetFlag(FLAGS_budget_seconds);
+  config.policy.max_iterations = absl::GetFlag(FLAGS_max_iterations);
+  return config;
+}
+
+void WriteAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// One Weft rank (a child process). Rank 0 hosts the rendezvous store on the socket the
+// parent bound before forking.
+int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKind kind,
+             const std::string& label, int result_fd) {
+  SetMinLogLevel(rank == 0 ? LogLevel::kInfo : LogLevel::kWarning);
+  config.rank = rank;
+  std::unique_ptr<datapath::TcpRendezvousServer> server;
+  if (rank == 0) {
+    auto started = datapath::TcpRendezvousServer::StartOnSocket(datapath::ScopedFd(listen_fd));
+    if (!started.ok()) {
+      std::fprintf(stderr, "rendezvous server: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    server = std::move(*started);
+  } else {
+    ::close(listen_fd);
+  }
+  auto rendezvous = datapath::TcpRendezvousClient::Connect({"127.0.0.1", port}, absl::Seconds(60));
+  if (!rendezvous.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, rendezvous.status().ToString().c_str());
+    return 1;
+  }
+  datapath::IbvVerbs verbs;
+  datapath::TransportRequest request;
+  request.rank = rank;
+  request.size = config.ranks;
+  request.kind = kind;
+  request.scope = "weft-perf";
+  request.tcp.socket_buffer_bytes = absl::GetFlag(FLAGS_weft_socket_buffer_bytes);
+  if (absl::GetFlag(FLAGS_weft_spin_us) >= 0) {
+    request.tcp.spin_before_block = absl::Microseconds(absl::GetFlag(FLAGS_weft_spin_us));
+  }
+  datapath::CommunicatorOptions options;
+  if (absl::GetFlag(FLAGS_weft_segment_bytes) > 0) {
+    options.segment_bytes = absl::GetFlag(FLAGS_weft_segment_bytes);
+  }
+  if (absl::GetFlag(FLAGS_weft_ring_window) > 0) {
+    options.ring_window = absl::GetFlag(FLAGS_weft_ring_window);
+  }
+  if (absl::GetFlag(FLAGS_weft_alltoall_window) > 0) {
+    options.alltoall_window = absl::GetFlag(FLAGS_weft_alltoall_window);
+  }
+  datapath::TransportChoice choice;
+  auto comm = datapath::CreateCommunicator(verbs, **rendezvous, request, options, &choice);
+  if (!comm.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, comm.status().ToString().c_str());
+    return 1;
+  }
+  WeftLibrary library(**comm);
+  auto measurements = RunSweep(config, label, library);
+  if (!measurements.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, measurements.status().ToString().c_str());
+    return 1;
+  }
+  if (rank == 0) {
+    std::string text = absl::StrCat("# transport=", datapath::TransportKindName(choice.kind),
+                                    " reason=", choice.reason, "\n");
+    for (const Measurement& m : *measurements) text += SerializeMeasurement(m);
+    WriteAll(result_fd, text);
+  }
+  return 0;
+}
+
+int GlooRank(int rank, SweepConfig config, const std::string& store_dir, int result_fd) {
+  config.rank = rank;
+  auto library =
+      GlooLibrary::Connect(rank, config.ranks, store_dir, "127.0.0.1", absl::Seconds(600));
+  if (!library.ok()) {
+    std::fprintf(stderr, "gloo rank %d: %s\n", rank, library.status().ToString().c_str());
+    return 1;
+  }
+  auto measurements = RunSweep(config, "gloo", **library);
+  if (!measurements.ok()) {
+    std::fprintf(stderr, "gloo rank %d: %s\n", rank, measurements.status().ToString().c_str());
+    return 1;
+  }
+  if (rank == 0) {
+    std::string text;
+    for (const Measurement& m : *measurements) text += SerializeMeasurement(m);
+    WriteAll(result_fd, text);
+  }
+  return 0;
+}
+
+absl::StatusOr<std::string> RunWeft(int ranks, TransportKind kind, const std::string& label) {
+  auto listener = datapath::ListenTcp("127.0.0.1", 0, 1024);
+  if (!listener.ok()) return listener.status();
+  auto port = datapath::LocalPort(listener->get());
+  if (!port.ok()) return port.status();
+  const int listen_fd = listener->Release();
+  const SweepConfig config = BaseConfig(ranks);
+  auto out = RunRankProcesses(
+      ranks,
+      [&](int rank, int result_fd) {
+        return WeftRank(rank, config, listen_fd, *port, kind, label, result_fd);
+      },
+      absl::Seconds(absl::GetFlag(FLAGS_run_timeout_seconds)));
+  ::close(listen_fd);
+  return out;
+}
+
+absl::StatusOr<std::string> RunGloo(int ranks) {
+  char dir[] = "/tmp/weft-perf-gloo-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string store_dir = dir;
+  const SweepConfig config = BaseConfig(ranks);
+  auto out = RunRankProcesses(
+      ranks, [&](int rank, int result_fd) { return GlooRank(rank, config, store_dir, result_fd); },
+      absl::Seconds(absl::GetFlag(FLAGS_run_timeout_seconds)));
+  (void)RunCommand({"rm", "-rf", store_dir}, absl::Seconds(30));
+  return out;
+}
+
+std::string MpiWorkerPath() {
+  if (!absl::GetFlag(FLAGS_mpi_worker).empty()) return absl::GetFlag(FLAGS_mpi_worker);
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string path = n > 0 ? std::string(self, n) : std::string("weft-perf");
+  return path.substr(0, path.rfind('/') + 1) + "weft_perf_mpi";
+}
+
+std::vector<std::string> MpirunPrefix(int ranks) {
+  return {absl::GetFlag(FLAGS_mpirun),
+          "--allow-run-as-root",
+          "--oversubscribe",
+          "--bind-to",
+          "none",
+          "--mca",
+          "btl",
+          "tcp,self",
+          "--mca",
+          "btl_tcp_if_include",
+          "lo",
+          "-np",
+          absl::StrCat(ranks)};
+}
+
+absl::StatusOr<std::string> RunMpi(int ranks) {
+  const SweepConfig config = BaseConfig(ranks);
+  std::vector<std::string> argv = MpirunPrefix(ranks);
+  std::vector<std::string> sizes;
+  for (size_t s : config.sizes) sizes.push_back(absl::StrCat(s));
+  argv.push_back(MpiWorkerPath());
+  argv.push_back(absl::StrCat("--sizes=", absl::StrJoin(sizes, ",")));
+  argv.push_back(absl::StrCat("--budget_seconds=", config.policy.budget_seconds));
+  argv.push_back(absl::StrCat("--max_iterations=", config.policy.max_iterations));
+  argv.push_back(absl::StrCat("--all_reduce=", config.all_reduce ? "true" : "false"));
+  argv.push_back(absl::StrCat("--all_to_all=", config.all_to_all ? "true" : "false"));
+  return RunCommand(argv, absl::Seconds(absl::GetFlag(FLAGS_run_timeout_seconds)));
+}
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// "transport=tcp reason=..." (rank 0's note) -> "TCP transport, picked because: ...".
+std::string DescribeWeftTransport(const std::string& note) {
+  const size_t kind_at = note.find("transport=");
+  const size_t reason_at = note.find(" reason=");
+  if (kind_at == std::string::npos || reason_at == std::string::npos) {
+    return "transport not reported";
+  }
+  std::string kind = note.substr(kind_at + 10, reason_at - kind_at - 10);
+  for (char& c : kind) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return absl::StrCat(kind, " transport, picked by its factory because: ",
+                      note.substr(reason_at + 8));
+}
+
+std::string Machine() {
+  utsname u;
+  ::uname(&u);
+  std::string cpu = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page_size = ::sysconf(_SC_PAGE_SIZE);
+  return absl::StrFormat("%s, %d cores (%s), %.0f GiB RAM, Linux %s", u.nodename,
+                         ::sysconf(_SC_NPROCESSORS_ONLN), cpu,
+                         static_cast<double>(pages) * page_size / (1 << 30), u.release);
+}
+
+int Main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  SetMinLogLevel(LogLevel::kWarning);
+  std::vector<int> rank_counts;
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_ranks), ',', absl::SkipEmpty())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(s, &n) || n < 1) {
+      std::fprintf(stderr, "bad --ranks entry '%s'\n", std::string(s).c_str());
+      return 2;
+    }
+    rank_counts.push_back(n);
+  }
+  std::vector<std::string> libraries =
+      absl::StrSplit(absl::GetFlag(FLAGS_libraries), ',', absl::SkipEmpty());
+  auto kind = datapath::ParseTransportKind(absl::GetFlag(FLAGS_transport));
+  if (!kind.ok()) {
+    std::fprintf(stderr, "%s\n", kind.status().ToString().c_str());
+    return 2;
+  }
+
+  // RDMA: with a device, Weft runs twice (RC and TCP); without, it says so.
+  datapath::IbvVerbs verbs;
+  auto devices = verbs.ListDevices();
+  const bool have_rdma = devices.ok() && !devices->empty();
+  std::string rdma_line;
+  if (have_rdma) {
+    std::vector<std::string> names;
+    for (const auto& d : *devices) names.push_back(d.name);
+    rdma_line =
+        absl::StrCat("RDMA: ", absl::StrJoin(names, ", "),
+                     " found; Weft runs over RC (\"Weft RC\") and over TCP (\"Weft TCP\").");
+  } else {
+    std::string detail;
+    if (!devices.ok()) {
+      detail = absl::StrCat("; listing failed: ", devices.status().message());
+    } else if (absl::StrContains(verbs.NoDeviceReason(), "no RDMA support")) {
+      detail = "; the call fails with ENOSYS: this kernel has no RDMA support, so not even "
+               "soft-RoCE can be loaded";
+    }
+    rdma_line = absl::StrCat("RDMA: no RDMA device found (ibv_get_device_list returned 0 devices",
+                             detail,
+                             "). Weft therefore ran over TCP, and this run has no RC-versus-TCP "
+                             "comparison; on a node with a device weft-perf shows both.");
+  }
+
+  std::vector<std::string> columns, labels;
+  for (const std::string& library : libraries) {
+    if (library == "weft" && have_rdma && *kind == TransportKind::kAuto) {
+      columns.insert(columns.end(), {"weft-rc", "weft-tcp"});
+      labels.insert(labels.end(), {"Weft RC", "Weft TCP"});
+    } else if (library == "weft") {
+      columns.push_back("weft");
+      labels.push_back("Weft");
+    } else if (library == "gloo") {
+      columns.push_back("gloo");
+      labels.push_back("Gloo");
+    } else if (library == "mpi") {
+      columns.push_back("mpi");
+      labels.push_back("MPI");
+    }
+  }
+
+  std::vector<Measurement> measurements;
+  std::vector<std::string> failures;
+  std::string weft_transport_note;
+  const absl::Time start = absl::Now();
+  const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    for (int ranks : rank_counts) {
+      for (const std::string& column : columns) {
+        std::fprintf(stderr, "weft-perf: pass %d, %s, %d ranks ...\n", repeat + 1, column.c_str(),
+                     ranks);
+        const absl::Time run_start = absl::Now();
+        absl::StatusOr<std::string> out;
+        if (column == "weft") {
+          out = RunWeft(ranks, *kind, "weft");
+        } else if (column == "weft-rc") {
+          out = RunWeft(ranks, TransportKind::kRc, "weft-rc");
+        } else if (column == "weft-tcp") {
+          out = RunWeft(ranks, TransportKind::kTcp, "weft-tcp");
+        } else if (column == "gloo") {
+          out = RunGloo(ranks);
+        } else {
+          out = RunMpi(ranks);
+        }
+        if (!out.ok()) {
+          failures.push_back(
+              absl::StrCat(column, " with ", ranks, " ranks: ", out.status().message()));
+          std::fprintf(stderr, "weft-perf: %s\n", failures.back().c_str());
+          continue;
+        }
+        for (absl::string_view line : absl::StrSplit(*out, '\n', absl::SkipEmpty())) {
+          if (absl::StartsWith(line, "# transport=") && weft_transport_note.empty()) {
+            weft_transport_note = std::string(line.substr(2));
+          }
+        }
+        auto parsed = ParseMeasurements(*out);
+        if (!parsed.ok()) {
+          failures.push_back(absl::StrCat(column, ": ", parsed.status().message()));
+          continue;
+        }
+        KeepBest(measurements, *parsed);
+        std::fprintf(
+            stderr, "weft-perf: %s, %d ranks took %s\n", column.c_str(), ranks,
+            absl::FormatDuration(absl::Trunc(absl::Now() - run_start, absl::Seconds(1))).c_str());
+      }
+    }
+  }
+  const absl::Duration total = absl::Trunc(absl::Now() - start, absl::Seconds(1));
+
+  std::string mpi_version = "Open MPI";
+  if (auto v = RunCommand({absl::GetFlag(FLAGS_mpirun), "--version"}, absl::Seconds(30)); v.ok()) {
+    mpi_version = FirstLine(*v);
+  }
+  const uint64_t cap = absl::GetFlag(FLAGS_max_bytes);
+  const uint64_t cap8 = std::min(cap, absl::GetFlag(FLAGS_max_bytes_at_8_ranks));
+  std::vector<std::string> mpirun = MpirunPrefix(0);
+  mpirun.pop_back();
+  mpirun.pop_back();
+
+  ReportText text;
+  text.title = "Data path: all-reduce and all-to-all (weft-perf)";
+  text.libraries = columns;
+  text.library_labels = labels;
+  text.preamble = {
+      absl::StrCat("Measured with `bazel run -c opt //bench/datapath:weft-perf` on ",
+                   absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone()), ": ", Machine(),
+                   ". The whole run took ", absl::FormatDuration(total),
+                   ". Every rank is a separate process on this one machine and all traffic "
+                   "crosses loopback TCP (127.0.0.1)."),
+      rdma_line,
+      absl::StrCat("Libraries: **Weft** (libweft; ", DescribeWeftTransport(weft_transport_note),
+                   "; ranks forked by weft-perf, TCP rendezvous store on rank 0); **Gloo** ",
+                   GlooVersion(),
+                   " (Debian libgloo-dev; TCP transport, FileStore rendezvous; `gloo::allreduce` "
+                   "(ring), `gloo::alltoall`; ranks forked by weft-perf); **MPI**: ",
+                   mpi_version, " (`", absl::StrJoin(mpirun, " "),
+                   " -np N weft_perf_mpi`; `MPI_Allreduce`, `MPI_Alltoall`)."),
+      absl::StrCat(
+          "Method: all-reduce is a float32 sum in place; all-to-all moves float32 and its size "
+          "is each rank's send buffer (rounded up to whole floats per rank). For each size: one "
+          "probe run (which doubles as warm-up), then as many runs as fit in ",
+          absl::GetFlag(FLAGS_budget_seconds), " s (1 to ", absl::GetFlag(FLAGS_max_iterations),
+          "), the same count on every rank, in up to 5 batches; a batch's time is its slowest "
+          "rank's mean, and a size's time is its best batch. The whole sweep runs ",
+          repeats,
+          " times, the libraries taking turns, and each figure is the best of those "
+          "passes: this machine is shared with other jobs, and the best batch of the best pass "
+          "keeps their bursts out of the comparison while every library gets the same chance. "
+          "algbw = size / "
+          "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for all-to-all, "
+          "GB = 10^9 bytes, as nccl-tests define them. After timing, each library's result is "
+          "checked on known data."),
+      absl::StrCat(
+          "Caps: sizes run from ", FormatBytes(absl::GetFlag(FLAGS_min_bytes)), " to ",
+          cap8 == cap
+              ? absl::StrCat(FormatBytes(cap), " for every rank count")
+              : absl::StrCat(FormatBytes(cap), " (", FormatBytes(cap8), " with 8 or more ranks)"),
+          ", and the time budget per size is ", absl::GetFlag(FLAGS_budget_seconds),
+          " s, so the largest sizes get a single timed run after their probe; "
+          "this keeps the whole run near five minutes. With 4 and 8 ranks the processes "
+          "outnumber this machine's ",
+          ::sysconf(_SC_NPROCESSORS_ONLN),
+          " cores and every library time-shares them; libraries that spin while they wait "
+          "(Open MPI's TCP progress loop) suffer most. The figures compare the libraries on "
+          "this machine; they are not network figures."),
+  };
+  if (!failures.empty()) {
+    text.preamble.push_back(absl::StrCat("Failed runs: ", absl::StrJoin(failures, "; "), "."));
+  }
+  const std::string markdown = RenderMarkdown(text, measurements);
+  std::fputs(markdown.c_str(), stdout);
+  if (!absl::GetFlag(FLAGS_out).empty()) {
+    std::ofstream file(absl::GetFlag(FLAGS_out));
+    file << markdown;
+    if (!file) {
+      std::fprintf(stderr, "cannot write %s\n", absl::GetFlag(FLAGS_out).c_str());
+      return 1;
+    }
+  }
+  return failures.empty() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace weft::bench
+
+int main(int argc, char** argv) { return weft::bench::Main(argc, argv); }

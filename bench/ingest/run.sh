@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Controller ingest: how many agents one weft-controller sustains on this machine.
+#
+#   bench/ingest/run.sh [--steps N,N,...] [--window_s S] [--settle_s S] [--out FILE]
+#
+# Builds optimized (-c opt, symlinks under /tmp/weft-opt-), starts one real
+# weft-controller with its default configuration on free loopback ports, then runs
+# bench/ingest:ingest_bench, one process that plays every agent: per node its own gRPC
+# channel (own TCP connection), Register with 8 NICs and 8 GPUs, a Connect stream with
+# the StreamHello, then one 8-sample TelemetryBatch per second, send times spread over
+# the second. At each step of the ramp it measures over a steady window: controller CPU
+# (utime+stime from /proc/<pid>/stat) and RSS, batches accepted
+# (weft_controller_telemetry_batches_total) against batches due and sent, rejections,
+# and the generator's own CPU. Prints a markdown section.
+#
+# System limits: every node holds one socket in each process, so the script raises the
+# soft open-files limit to the hard limit (ulimit -n) and the generator stops the ramp
+# before a step would exceed it. Ephemeral ports (net.ipv4.ip_local_port_range) bound
+# the connections from one address to the controller's port; both are printed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+steps="1000,2500,5000,10000,12500,15000,17500"
+window_s=20
+settle_s=40
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps="$2"; shift 2 ;;
+    --window_s) window_s="$2"; shift 2 ;;
+    --settle_s) settle_s="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "usage: $0 [--steps N,N,...] [--window_s S] [--settle_s S] [--out FILE]" >&2; exit 2 ;;
+  esac
+done
+
+prefix=/tmp/weft-opt-
+bazel build -c opt --symlink_prefix="$prefix" //controller:weft-controller \
+  //bench/ingest:ingest_bench >/dev/null 2>&1 || {
+  echo "build failed; run: bazel build -c opt --symlink_prefix=$prefix //bench/ingest:ingest_bench" >&2
+  exit 1
+}
+bin="${prefix}bin"
+
+ulimit -n "$(ulimit -Hn)"
+nofile=$(ulimit -n)
+port_range=$(tr '\t' '-' </proc/sys/net/ipv4/ip_local_port_range)
+
+work=$(mktemp -d)
+controller_pid=""
+cleanup() {
+  [ -n "$controller_pid" ] && kill "$controller_pid" 2>/dev/null && wait "$controller_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+grpc_port=$(free_port)
+metrics_port=$(free_port)
+"$bin/controller/weft-controller" --listen "127.0.0.1:$grpc_port" \
+  --metrics "127.0.0.1:$metrics_port" >"$work/controller.log" 2>&1 &
+controller_pid=$!
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$metrics_port/metrics" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date +%s)
+"$bin/bench/ingest/ingest_bench" --controller "127.0.0.1:$grpc_port" \
+  --controller_pid "$controller_pid" --metrics "127.0.0.1:$metrics_port" \
+  --steps "$steps" --window_s "$window_s" --settle_s "$settle_s" \
+  >"$work/result.txt" 2>"$work/progress.txt" || {
+  cat "$work/progress.txt" >&2
+  exit 1
+}
+elapsed=$(( $(date +%s) - started ))
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+value() { sed -n "s/^$1=//p" "$work/result.txt"; }
+largest=$(value LARGEST_PASSING_NODES)
+table=$(grep '^|' "$work/result.txt")
+if [ "$largest" -ge 12500 ]; then
+  verdict="**Largest step passed: ${largest} nodes** (target 12,500 nodes, a 100,000-GPU cluster: met)."
+else
+  verdict="**Largest step passed: ${largest} nodes** (target 12,500 nodes, a 100,000-GPU cluster: **not met** on this machine)."
+fi
+
+report=$(cat <<EOT
+## Controller ingest
+
+$(date -u +%Y-%m-%d), this machine ($(nproc) cores, shared with other builds: load average
+${load_before} before, ${load_after} after), \`bench/ingest/run.sh\` (${elapsed} s).
+One real \`weft-controller\` (default config: 1 s interval, 60-sample windows, health rules
+on) and one load generator (\`bench/ingest:ingest_bench\`, gRPC callback API, 4 sender
+threads) on loopback. Each simulated node has its own channel and TCP connection, registers
+8 NICs and 8 GPUs, opens a Connect stream and sends one TelemetryBatch of 8 NIC samples
+per second (1.2 KiB on the wire; counters from the simulated backend's model, advancing,
+rates_valid), send times spread evenly over the second. Each step adds nodes, waits
+${settle_s} s (NIC windows fill towards their 60 samples) and measures over ${window_s} s.
+Due = nodes × 1/s; controller CPU is utime+stime of its process in cores; RSS per node is
+(RSS − idle RSS) / nodes. A step passes with controller CPU < 1 core and accepted ≥ 99% of due.
+
+${table}
+
+${verdict} Idle controller RSS: $(value IDLE_RSS_MIB) MiB. Ramp ended: $(value STOPPED_BECAUSE).
+Stream failures seen: $(value FAILURES). Generator and controller share the 2 cores (and
+the other builds), so controller CPU is the number to compare across steps; a generator that
+falls behind shows as sent < due with nothing rejected.
+
+Limits: open files (ulimit -n) raised to the hard limit, ${nofile}, which caps a step at
+about $(( nofile - 200 )) nodes (one socket per node in each process); ephemeral ports
+${port_range} allow $(( ${port_range#*-} - ${port_range%-*} + 1 )) connections from 127.0.0.1 to the
+controller's port.
+EOT
+)
+echo "$report"
+[ -n "$out" ] && echo "$report" >"$out"
+exit 0

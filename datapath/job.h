@@ -1,0 +1,90 @@
+// Job: libweft's front door for a training process. It reads where the process stands
+// in the job (rank, size, the rendezvous address) from its options or the
+// environment, meets the other ranks, picks the transport (RC where every node has an
+// RDMA device, TCP otherwise), and hands back a Communicator.
+//
+// Environment (JobOptions::FromEnvironment):
+//   WEFT_RANK, WEFT_WORLD_SIZE   this process's rank and the number of ranks (required)
+//   WEFT_RENDEZVOUS              host:port of the rendezvous store (required when
+//                                WEFT_WORLD_SIZE > 1); rank 0 hosts it there
+//   WEFT_TRANSPORT               auto (default), rc or tcp
+//   WEFT_QOS_CLASS               training (default), storage or control
+//   WEFT_IB_HCA                  RDMA device to use, e.g. mlx5_0 (default: first active)
+//   WEFT_IB_GID_INDEX            fixed GID index (default: the RoCE v2 IPv4 GID)
+//   WEFT_SOCKET_HOST             address this rank's TCP transport listens on
+//                                (default 127.0.0.1; set it on multi-node jobs)
+//   WEFT_SCOPE                   rendezvous key prefix (default "weft")
+// A node agent that knows the answers (which NIC, GID and class) exports these for the
+// job's processes.
+//
+// Example:
+//   ASSIGN_OR_RETURN(JobOptions options, JobOptions::FromEnvironment());
+//   ASSIGN_OR_RETURN(std::unique_ptr<Job> job, Job::Join(options));
+//   RETURN_IF_ERROR(job->communicator().AllReduce(grads, n, DataType::kFloat32,
+//                                                 ReduceOp::kSum));
+//
+// Thread-safety: Join is thread-safe; a Job's communicator is (see collectives.h).
+#ifndef WEFT_DATAPATH_JOB_H_
+#define WEFT_DATAPATH_JOB_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "datapath/collectives.h"
+#include "datapath/tcp_rendezvous.h"
+#include "datapath/transport_factory.h"
+#include "datapath/verbs.h"
+
+namespace weft::datapath {
+
+struct JobOptions {
+  int rank = 0;
+  int size = 1;
+  // host:port of the TCP rendezvous store; unused for a single-rank job.
+  std::string rendezvous_address;
+  // Whether this process hosts the store (by default rank 0 does).
+  std::optional<bool> host_rendezvous;
+  TransportKind transport = TransportKind::kAuto;
+  std::string qos_class;
+  std::string device;
+  std::optional<uint32_t> gid_index;
+  std::string socket_host = "127.0.0.1";
+  std::string scope = "weft";
+  absl::Duration connect_timeout = absl::Seconds(300);
+  CommunicatorOptions communicator;
+
+  // Reads the WEFT_* variables above through `getenv` (the process environment by
+  // default). INVALID_ARGUMENT naming the variable, its value and what is accepted.
+  static absl::StatusOr<JobOptions> FromEnvironment(
+      const std::function<const char*(const char*)>& getenv = nullptr);
+};
+
+class Job {
+ public:
+  // Meets the other ranks and builds the communicator over `verbs` (the real
+  // libibverbs when null).
+  static absl::StatusOr<std::unique_ptr<Job>> Join(const JobOptions& options,
+                                                   Verbs* verbs = nullptr);
+  ~Job();
+
+  Communicator& communicator() { return *communicator_; }
+  // What transport was picked and why.
+  const TransportChoice& transport_choice() const { return choice_; }
+
+ private:
+  Job() = default;
+
+  std::unique_ptr<Verbs> owned_verbs_;
+  std::unique_ptr<TcpRendezvousServer> server_;
+  std::unique_ptr<Rendezvous> rendezvous_;
+  std::unique_ptr<Communicator> communicator_;
+  TransportChoice choice_;
+};
+
+}  // namespace weft::datapath
+
+#endif  // WEFT_DATAPATH_JOB_H_

@@ -1,0 +1,388 @@
+#include "datapath/tcp_transport.h"
+
+#include <endian.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+
+namespace weft::datapath {
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x31544657;  // "WFT1"
+constexpr size_t kHeaderBytes = 8;
+constexpr int kMaxIov = 64;
+
+struct Hello {
+  uint32_t magic;
+  uint32_t from_rank;
+  uint32_t to_rank;
+  uint32_t size;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TcpTransport>> TcpTransport::Create(
+    int rank, int size, Rendezvous& rendezvous, const TcpTransportOptions& options) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is not in a job of ", size, " ranks"));
+  }
+  std::unique_ptr<TcpTransport> transport(new TcpTransport(rank, size, options));
+  RETURN_IF_ERROR(transport->Connect(rendezvous));
+  return transport;
+}
+
+TcpTransport::TcpTransport(int rank, int size, const TcpTransportOptions& options)
+    : rank_(rank), size_(size), options_(options), peers_(size) {}
+
+TcpTransport::~TcpTransport() = default;
+
+absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
+  const absl::Time deadline = absl::Now() + options_.connect_timeout;
+  ASSIGN_OR_RETURN(ScopedFd listener,
+                   ListenTcp(options_.listen_host, 0, std::min(size_ + 16, 4096)));
+  ASSIGN_OR_RETURN(int port, LocalPort(listener.get()));
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> addresses,
+      ExchangeAll(rendezvous, options_.rendezvous_key, rank_, size_,
+                  FormatHostPort({options_.listen_host, port}), options_.connect_timeout));
+  // Spin before sleeping only while this node's ranks fit its cores: with more ranks
+  // than cores a spinning rank takes the core a peer needs to make progress.
+  int local_ranks = 0;
+  for (const std::string& address : addresses) {
+    absl::StatusOr<HostPort> parsed = ParseHostPort(address);
+    if (parsed.ok() && parsed->host == options_.listen_host) ++local_ranks;
+  }
+  cpu_set_t cpus;
+  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  spin_before_block_ = local_ranks <= cores ? options_.spin_before_block : absl::ZeroDuration();
+  // Connect down, accept up: connect() completes through the listen backlog, so no
+  // rank waits on another's accept order.
+  for (int peer = 0; peer < rank_; ++peer) {
+    ASSIGN_OR_RETURN(HostPort address, ParseHostPort(addresses[peer]));
+    absl::StatusOr<ScopedFd> fd = ConnectTcp(address, deadline - absl::Now());
+    if (!fd.ok()) {
+      return absl::Status(fd.status().code(), absl::StrCat("rank ", rank_, " connecting to rank ",
+                                                           peer, ": ", fd.status().message()));
+    }
+    const Hello hello{kHelloMagic, static_cast<uint32_t>(rank_), static_cast<uint32_t>(peer),
+                      static_cast<uint32_t>(size_)};
+    RETURN_IF_ERROR(WriteFull(fd->get(), &hello, sizeof(hello), deadline));
+    peers_[peer].fd = std::move(*fd);
+  }
+  for (int accepted = 0; accepted < size_ - 1 - rank_; ++accepted) {
+    absl::StatusOr<ScopedFd> fd = AcceptTcp(listener.get(), deadline - absl::Now());
+    if (!fd.ok()) {
+      std::vector<int> missing;
+      for (int peer = rank_ + 1; peer < size_; ++peer) {
+        if (!peers_[peer].fd.valid()) missing.push_back(peer);
+      }
+      return absl::Status(fd.status().code(),
+                          absl::StrCat("rank ", rank_, ": ranks ", absl::StrJoin(missing, ", "),
+                                       " never connected: ", fd.status().message()));
+    }
+    Hello hello;
+    RETURN_IF_ERROR(ReadFull(fd->get(), &hello, sizeof(hello), deadline));
+    if (hello.magic != kHelloMagic || hello.size != static_cast<uint32_t>(size_) ||
+        hello.to_rank != static_cast<uint32_t>(rank_) ||
+        hello.from_rank <= static_cast<uint32_t>(rank_) ||
+        hello.from_rank >= static_cast<uint32_t>(size_) || peers_[hello.from_rank].fd.valid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rank ", rank_, ": refused a connection claiming rank ", hello.from_rank, " of ",
+          hello.size, " (to rank ", hello.to_rank, "); is another job using this address?"));
+    }
+    peers_[hello.from_rank].fd = std::move(*fd);
+  }
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const int fd = peers_[peer].fd.get();
+    RETURN_IF_ERROR(SetNonBlocking(fd));
+    if (options_.socket_buffer_bytes > 0) {
+      const int bytes = options_.socket_buffer_bytes;
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TcpTransport::CheckPeer(int peer) const {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": peer ", peer, " is not another rank of ", size_));
+  }
+  return absl::OkStatus();
+}
+
+TcpTransport::Request* TcpTransport::NewRequest(bool is_send, int peer, char* data,
+                                                size_t num_bytes) {
+  std::unique_ptr<Request> request;
+  if (free_requests_.empty()) {
+    request = std::make_unique<Request>();
+  } else {
+    request = std::move(free_requests_.back());
+    free_requests_.pop_back();
+    *request = Request();
+  }
+  request->id = next_id_++;
+  request->is_send = is_send;
+  request->peer = peer;
+  request->data = data;
+  request->num_bytes = num_bytes;
+  request->header = htole64(static_cast<uint64_t>(num_bytes));
+  Request* raw = request.get();
+  requests_[raw->id] = std::move(request);
+  return raw;
+}
+
+absl::StatusOr<Transport::RequestId> TcpTransport::PostSend(int peer, const void* data,
+                                                            size_t num_bytes) {
+  RETURN_IF_ERROR(CheckPeer(peer));
+  if (!broken_.ok()) return broken_;
+  Request* request =
+      NewRequest(true, peer, const_cast<char*>(static_cast<const char*>(data)), num_bytes);
+  peers_[peer].sends.push_back(request);
+  // Start writing now: the message is on its way before the caller waits.
+  if (peers_[peer].sends.size() == 1) ProgressSends(peer);
+  return request->id;
+}
+
+absl::StatusOr<Transport::RequestId> TcpTransport::PostRecv(int peer, void* data,
+                                                            size_t num_bytes) {
+  RETURN_IF_ERROR(CheckPeer(peer));
+  if (!broken_.ok()) return broken_;
+  Request* request = NewRequest(false, peer, static_cast<char*>(data), num_bytes);
+  request->header = 0;
+  peers_[peer].recvs.push_back(request);
+  return request->id;
+}
+
+bool TcpTransport::ProgressSends(int peer_rank) {
+  Peer& peer = peers_[peer_rank];
+  bool moved = false;
+  while (!peer.sends.empty()) {
+    iovec iov[kMaxIov];
+    int n = 0;
+    size_t wanted = 0;
+    for (Request* r : peer.sends) {
+      if (n + 2 > kMaxIov) break;
+      if (r->done_bytes < kHeaderBytes) {
+        iov[n++] = {reinterpret_cast<char*>(&r->header) + r->done_bytes,
+                    kHeaderBytes - r->done_bytes};
+        if (r->num_bytes > 0) iov[n++] = {r->data, r->num_bytes};
+      } else {
+        const size_t offset = r->done_bytes - kHeaderBytes;
+        iov[n++] = {r->data + offset, r->num_bytes - offset};
+      }
+      wanted += kHeaderBytes + r->num_bytes - r->done_bytes;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    const ssize_t written = ::sendmsg(peer.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (written < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      if (errno == EINTR) continue;
+      Break(absl::Status(SocketErrnoToStatus("sendmsg", errno).code(),
+                         absl::StrCat("rank ", rank_, " sending to rank ", peer_rank, ": ",
+                                      SocketErrnoToStatus("sendmsg", errno).message())));
+      return true;
+    }
+    moved = true;
+    size_t left = static_cast<size_t>(written);
+    while (left > 0) {
+      Request* r = peer.sends.front();
+      const size_t take = std::min(kHeaderBytes + r->num_bytes - r->done_bytes, left);
+      r->done_bytes += take;
+      left -= take;
+      if (r->done_bytes == kHeaderBytes + r->num_bytes) {
+        r->complete = true;
+        peer.sends.pop_front();
+      } else {
+        break;
+      }
+    }
+    if (static_cast<size_t>(written) < wanted) return moved;  // the socket buffer is full
+  }
+  return moved;
+}
+
+bool TcpTransport::ProgressRecvs(int peer_rank) {
+  Peer& peer = peers_[peer_rank];
+  bool moved = false;
+  while (!peer.recvs.empty()) {
+    // Read ahead into every posted receive: sizes must match exactly, so the next
+    // message's header and bytes can only belong where they land (or it is an error).
+    iovec iov[kMaxIov];
+    int n = 0;
+    size_t wanted = 0;
+    for (Request* r : peer.recvs) {
+      if (n + 2 > kMaxIov) break;
+      if (r->done_bytes < kHeaderBytes) {
+        iov[n++] = {reinterpret_cast<char*>(&r->header) + r->done_bytes,
+                    kHeaderBytes - r->done_bytes};
+        if (r->num_bytes > 0) iov[n++] = {r->data, r->num_bytes};
+      } else {
+        const size_t offset = r->done_bytes - kHeaderBytes;
+        iov[n++] = {r->data + offset, r->num_bytes - offset};
+      }
+      wanted += kHeaderBytes + r->num_bytes - r->done_bytes;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    const ssize_t got = ::recvmsg(peer.fd.get(), &msg, MSG_DONTWAIT);
+    if (got == 0) {
+      Break(absl::UnavailableError(absl::StrCat(
+          "rank ", peer_rank, " closed its connection to rank ", rank_, " (it exited or failed)")));
+      return true;
+    }
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      if (errno == EINTR) continue;
+      const absl::Status error = SocketErrnoToStatus("recvmsg", errno);
+      Break(absl::Status(error.code(), absl::StrCat("rank ", rank_, " receiving from rank ",
+                                                    peer_rank, ": ", error.message())));
+      return true;
+    }
+    moved = true;
+    size_t left = static_cast<size_t>(got);
+    while (!peer.recvs.empty()) {
+      Request* r = peer.recvs.front();
+      if (r->done_bytes < kHeaderBytes) {
+        const size_t take = std::min(kHeaderBytes - r->done_bytes, left);
+        r->done_bytes += take;
+        left -= take;
+        if (r->done_bytes < kHeaderBytes) break;
+        const uint64_t sent_bytes = le64toh(r->header);
+        if (sent_bytes != r->num_bytes) {
+          Break(absl::InternalError(absl::StrCat("message size mismatch: rank ", peer_rank,
+                                                 " sent ", sent_bytes, " bytes where rank ", rank_,
+                                                 " posted a receive of ", r->num_bytes, " bytes")));
+          return true;
+        }
+      }
+      const size_t take = std::min(kHeaderBytes + r->num_bytes - r->done_bytes, left);
+      r->done_bytes += take;
+      left -= take;
+      if (r->done_bytes < kHeaderBytes + r->num_bytes) break;
+      r->complete = true;
+      peer.recvs.pop_front();
+    }
+    if (static_cast<size_t>(got) < wanted) return moved;  // drained what had arrived
+  }
+  return moved;
+}
+
+void TcpTransport::Break(const absl::Status& status) {
+  if (broken_.ok()) {
+    broken_ = status;
+    // Tell every peer at once: their next read or write here fails instead of waiting
+    // out their progress timeout.
+    for (Peer& peer : peers_) {
+      if (peer.fd.valid()) ::shutdown(peer.fd.get(), SHUT_RDWR);
+    }
+  }
+  for (Peer& peer : peers_) {
+    for (auto* queue : {&peer.sends, &peer.recvs}) {
+      for (Request* r : *queue) {
+        r->complete = true;
+        r->status = broken_;
+      }
+      queue->clear();
+    }
+  }
+}
+
+std::string TcpTransport::DescribePending() const {
+  std::vector<std::string> parts;
+  for (int p = 0; p < size_; ++p) {
+    for (const Request* r : peers_[p].recvs) {
+      parts.push_back(absl::StrCat("receive from rank ", p, " (",
+                                   r->done_bytes > kHeaderBytes ? r->done_bytes - kHeaderBytes : 0,
+                                   " of ", r->num_bytes, " bytes)"));
+    }
+    for (const Request* r : peers_[p].sends) {
+      parts.push_back(absl::StrCat("send to rank ", p, " (",
+                                   r->done_bytes > kHeaderBytes ? r->done_bytes - kHeaderBytes : 0,
+                                   " of ", r->num_bytes, " bytes)"));
+    }
+    if (parts.size() > 8) break;
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+void TcpTransport::Progress() {
+  if (!broken_.ok()) return;
+  for (int p = 0; p < size_; ++p) {
+    if (!peers_[p].sends.empty()) ProgressSends(p);
+    if (!peers_[p].recvs.empty()) ProgressRecvs(p);
+  }
+}
+
+absl::Status TcpTransport::Wait(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown or already waited request ", id));
+  }
+  Request* request = it->second.get();
+  std::vector<pollfd> fds;
+  bool stalled = false;
+  absl::Time stalled_since;
+  while (!request->complete) {
+    bool moved = false;
+    for (int p = 0; p < size_; ++p) {
+      if (!peers_[p].sends.empty()) moved |= ProgressSends(p);
+      if (!peers_[p].recvs.empty()) moved |= ProgressRecvs(p);
+    }
+    if (request->complete) break;
+    if (moved) {
+      stalled = false;
+      continue;
+    }
+    const absl::Time now = absl::Now();
+    if (!stalled) {
+      stalled = true;
+      stalled_since = now;
+    } else if (now - stalled_since < spin_before_block_) {
+      // A reply is often a few microseconds away: look again before paying for a
+      // sleep and a wake-up, but let other runnable threads have the core meanwhile.
+      sched_yield();
+      continue;
+    } else if (now - stalled_since >= options_.progress_timeout) {
+      Break(absl::DeadlineExceededError(absl::StrCat(
+          "rank ", rank_, ": no progress for ", absl::FormatDuration(options_.progress_timeout),
+          " waiting on: ", DescribePending())));
+      break;
+    }
+    fds.clear();
+    for (int p = 0; p < size_; ++p) {
+      short events = 0;
+      if (!peers_[p].sends.empty()) events |= POLLOUT;
+      if (!peers_[p].recvs.empty()) events |= POLLIN;
+      if (events != 0) fds.push_back({peers_[p].fd.get(), events, 0});
+    }
+    const absl::Duration left = stalled_since + options_.progress_timeout - now;
+    const int timeout_ms =
+        static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1, 1000));
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+      Break(SocketErrnoToStatus("poll", errno));
+    }
+  }
+  absl::Status status = request->status;
+  free_requests_.push_back(std::move(it->second));
+  requests_.erase(it);
+  return status;
+}
+
+}  // namespace weft::datapath

@@ -1,0 +1,115 @@
+// TcpTransport: the Transport (datapath/transport.h) over TCP sockets, one connection
+// per pair of ranks. It is the fallback when a node has no RDMA device, or when a job
+// asks for it.
+//
+// Wire: each message is an 8-byte little-endian length followed by the bytes. Reads
+// and writes go straight between the sockets and the callers' buffers (no staging
+// copy); a Wait gathers the queued messages of a peer into one sendmsg/recvmsg, and
+// the calling thread does all the work: no progress thread, no hand-off, blocking in
+// poll(2) when nothing can move. That keeps small-message latency to the system calls
+// and leaves the cores to the ranks, which matters when ranks outnumber cores.
+//
+// Setup: each rank listens on options.listen_host (port 0), publishes host:port under
+// options.rendezvous_key, connects to every lower rank and accepts every higher one.
+// The hello on each connection carries the ranks and the job size, so a stray or
+// mis-ranked connection is refused.
+//
+// Thread-safety: as Transport: one thread at a time.
+#ifndef WEFT_DATAPATH_TCP_TRANSPORT_H_
+#define WEFT_DATAPATH_TCP_TRANSPORT_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "datapath/rendezvous.h"
+#include "datapath/socket_util.h"
+#include "datapath/transport.h"
+
+namespace weft::datapath {
+
+struct TcpTransportOptions {
+  // The address this rank listens on and the others connect to: the node's address on
+  // the job network; 127.0.0.1 when every rank runs on one machine.
+  std::string listen_host = "127.0.0.1";
+  // The rendezvous key the addresses are exchanged under (unique per communicator).
+  std::string rendezvous_key = "tcp";
+  // How long to wait for the other ranks to publish, connect and say hello.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // A Wait that sees no byte move for this long fails with DEADLINE_EXCEEDED naming
+  // the peers it was waiting on.
+  absl::Duration progress_timeout = absl::Minutes(5);
+  // How long a Wait keeps checking the sockets (yielding the core in between) before
+  // it sleeps in poll(2). Spinning cuts small-message latency when ranks have cores
+  // to themselves, so it only happens when the ranks sharing this rank's listen_host
+  // number no more than the cores this process may run on; zero never spins.
+  absl::Duration spin_before_block = absl::Microseconds(20);
+  // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning on.
+  int socket_buffer_bytes = 0;
+};
+
+class TcpTransport : public Transport {
+ public:
+  static absl::StatusOr<std::unique_ptr<TcpTransport>> Create(int rank, int size,
+                                                              Rendezvous& rendezvous,
+                                                              const TcpTransportOptions& options);
+  ~TcpTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  absl::string_view name() const override { return "tcp"; }
+  absl::Status RegisterMemory(void*, size_t) override { return absl::OkStatus(); }
+  absl::Status UnregisterMemory(void*) override { return absl::OkStatus(); }
+  absl::StatusOr<RequestId> PostSend(int peer, const void* data, size_t num_bytes) override;
+  absl::StatusOr<RequestId> PostRecv(int peer, void* data, size_t num_bytes) override;
+  absl::Status Wait(RequestId id) override;
+  void Progress() override;
+
+ private:
+  struct Request {
+    RequestId id = 0;
+    bool is_send = false;
+    int peer = 0;
+    char* data = nullptr;
+    size_t num_bytes = 0;
+    size_t done_bytes = 0;  // header included: complete at num_bytes + 8
+    uint64_t header = 0;    // send: the length to write; recv: the length read
+    bool complete = false;
+    absl::Status status;
+  };
+  struct Peer {
+    ScopedFd fd;
+    std::deque<Request*> sends;
+    std::deque<Request*> recvs;
+  };
+
+  TcpTransport(int rank, int size, const TcpTransportOptions& options);
+  absl::Status Connect(Rendezvous& rendezvous);
+  Request* NewRequest(bool is_send, int peer, char* data, size_t num_bytes);
+  absl::Status CheckPeer(int peer) const;
+  // Moves what can move without blocking; true if any byte moved.
+  bool ProgressSends(int peer);
+  bool ProgressRecvs(int peer);
+  // Fails every queued request, makes later calls fail with `status`, and shuts the
+  // connections down so the peers fail fast too.
+  void Break(const absl::Status& status);
+  std::string DescribePending() const;
+
+  const int rank_;
+  const int size_;
+  const TcpTransportOptions options_;
+  std::vector<Peer> peers_;
+  absl::flat_hash_map<RequestId, std::unique_ptr<Request>> requests_;
+  std::vector<std::unique_ptr<Request>> free_requests_;
+  RequestId next_id_ = 1;
+  absl::Status broken_;
+  absl::Duration spin_before_block_ = absl::ZeroDuration();
+};
+
+}  // namespace weft::datapath
+
+#endif  // WEFT_DATAPATH_TCP_TRANSPORT_H_

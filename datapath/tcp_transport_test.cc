@@ -1,0 +1,77 @@
+// TCP-specific behaviour; the shared contract is in transport_conformance_test.cc.
+#include "datapath/tcp_transport.h"
+
+#include <memory>
+#include <vector>
+
+#include "datapath/in_process_rendezvous.h"
+#include "datapath/transport_test_util.h"
+#include "gtest/gtest.h"
+
+namespace weft::datapath {
+namespace {
+
+TEST(TcpTransportTest, APeerThatExitsIsUnavailableAndNamed) {
+  auto transports = MakeTcpTransports(2);
+  ASSERT_TRUE(transports.ok()) << transports.status();
+  (*transports)[1].reset();
+  char byte;
+  absl::Status status = (*transports)[0]->Recv(1, &byte, 1);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(), "rank 1 closed its connection to rank 0 (it exited or failed)");
+}
+
+TEST(TcpTransportTest, NoProgressTimesOutNamingWhatWasPending) {
+  TcpTransportOptions options;
+  options.progress_timeout = absl::Milliseconds(50);
+  auto transports = MakeTcpTransports(3, options);
+  ASSERT_TRUE(transports.ok());
+  char byte;
+  absl::Status status = (*transports)[0]->Recv(2, &byte, 1);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(status.message().find("receive from rank 2 (0 of 1 bytes)"), absl::string_view::npos)
+      << status;
+}
+
+TEST(TcpTransportTest, SetupNamesTheRanksThatNeverCame) {
+  InProcessRendezvous rendezvous;
+  TcpTransportOptions options;
+  options.connect_timeout = absl::Milliseconds(50);
+  // Rank 1 of 3 starts alone.
+  auto transport = TcpTransport::Create(1, 3, rendezvous, options);
+  EXPECT_EQ(transport.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(transport.status().message().find("ranks 0, 2 never arrived"), absl::string_view::npos)
+      << transport.status();
+}
+
+TEST(TcpTransportTest, RejectsRankOutsideTheJob) {
+  InProcessRendezvous rendezvous;
+  EXPECT_EQ(TcpTransport::Create(3, 3, rendezvous, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TcpTransportTest, SingleRankJobNeedsNoPeers) {
+  InProcessRendezvous rendezvous;
+  auto transport = TcpTransport::Create(0, 1, rendezvous, {});
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  EXPECT_EQ((*transport)->size(), 1);
+}
+
+TEST(TcpTransportTest, ExplicitSocketBuffersStillMoveLargeMessages) {
+  TcpTransportOptions options;
+  options.socket_buffer_bytes = 64 * 1024;
+  auto transports = MakeTcpTransports(2, options);
+  ASSERT_TRUE(transports.ok());
+  std::vector<char> out(3 << 20, 'q'), in(3 << 20);
+  RunRanks(2, [&](int rank) {
+    if (rank == 0) {
+      EXPECT_TRUE((*transports)[0]->Send(1, out.data(), out.size()).ok());
+    } else {
+      EXPECT_TRUE((*transports)[1]->Recv(0, in.data(), in.size()).ok());
+    }
+  });
+  EXPECT_EQ(in, out);
+}
+
+}  // namespace
+}  // namespace weft::datapath
