@@ -288,13 +288,18 @@ absl::Status Inventory::AcceptTelemetry(absl::string_view name, uint64_t epoch,
                                         const weft::v1::TelemetryBatch& batch) {
   const absl::Time now = clock_->Now();
   // What needs no table is done before taking its lock, so that streams on other
-  // threads wait less for it: each sample's window entry and its serialized form.
+  // threads wait less for it: each sample's window entry and its serialized form. The
+  // scratch space is per thread and reused (the strings swapped out below come back
+  // as the next call's buffers), so the steady state allocates nothing here.
   struct Prepared {
     NicReading reading;
     std::string serialized;
     bool serialized_ok = false;
   };
-  std::vector<Prepared> prepared(static_cast<size_t>(batch.samples_size()));
+  thread_local std::vector<Prepared> prepared;
+  if (prepared.size() < static_cast<size_t>(batch.samples_size())) {
+    prepared.resize(batch.samples_size());
+  }
   for (int i = 0; i < batch.samples_size(); ++i) {
     prepared[i].reading = ReadingFromSample(batch.samples(i), now);
     prepared[i].serialized_ok = batch.samples(i).SerializeToString(&prepared[i].serialized);
@@ -313,9 +318,13 @@ absl::Status Inventory::AcceptTelemetry(absl::string_view name, uint64_t epoch,
   int64_t dropped = 0;
   for (int i = 0; i < batch.samples_size(); ++i) {
     const weft::v1::NicSample& sample = batch.samples(i);
-    auto nic = std::find_if(node.nics.begin(), node.nics.end(), [&](const NicState& n) {
-      return n.nic.device() == sample.device() && n.nic.port() == sample.port();
-    });
+    auto is_sample_nic = [&](const NicState& n) {
+      return n.nic.port() == sample.port() && n.nic.device() == sample.device();
+    };
+    // Agents send their NICs in the order they registered them: try that one first.
+    auto nic = i < static_cast<int>(node.nics.size()) && is_sample_nic(node.nics[i])
+                   ? node.nics.begin() + i
+                   : std::find_if(node.nics.begin(), node.nics.end(), is_sample_nic);
     if (nic == node.nics.end()) {
       ++dropped;
       WEFT_LOG(DEBUG) << "dropped sample node=" << name << " nic=" << sample.device()
@@ -330,7 +339,7 @@ absl::Status Inventory::AcceptTelemetry(absl::string_view name, uint64_t epoch,
       nic->link_flap_total -= LinkFlapIncrease(nic->window[0], nic->window[1]);
       nic->window.pop_front();
     }
-    // The old bytes leave with `prepared`, freed after the lock is released.
+    // The old bytes' buffer becomes the scratch for this thread's next batch.
     nic->latest_serialized.swap(prepared[i].serialized);
     nic->has_latest = prepared[i].serialized_ok;
     UpdateFindings(it->first, *nic, now);

@@ -10,16 +10,20 @@
 //                   above, ring reduce-scatter then ring all-gather, streamed: every
 //                   step is cut into segments, each reduced as it lands and forwarded to
 //                   the next rank at once, so consecutive steps (and the two phases)
-//                   overlap instead of waiting for each other.
+//                   overlap instead of waiting for each other. Reduce-scatter segments
+//                   land in a small ring of ring_window scratch slots, which stays in
+//                   cache whatever the buffer size.
 //   reduce-scatter  ring, segmented.
 //   all-gather      everyone-to-everyone up to small_allgather_bytes, else ring.
 //   broadcast       binomial tree up to small_broadcast_bytes, else a pipelined chain.
-//   all-to-all(v)   every pair at once when small; when large, pairwise rounds (rank
-//                   r sends to r + k and receives from r - k in round k) with a few
-//                   rounds in flight. A rank's own block is copied locally.
+//   all-to-all(v)   pairwise rounds (rank r sends to r + k and receives from r - k in
+//                   round k), all in flight when small, alltoall_window of them when
+//                   large; the rank's own block is copied locally while they move.
 //   barrier         dissemination (ceil(log2 n) rounds of empty messages).
-// Results are identical on every rank (bit for bit, for floating point too): each
-// element's reduction order is fixed by the algorithm, not by timing.
+// Results are identical on every rank (bit for bit, for floating point too; NaN aside
+// for max and min): each element's reduction order is fixed by the algorithm, not by
+// timing, and where two ranks combine the same pair of operands they do it in the
+// same commutative operation.
 //
 // bf16 compression (AllReduceOptions::bf16_compression, float32 only): values travel
 // as bfloat16 and are reduced in float32; every partial sum is rounded to bfloat16

@@ -322,12 +322,42 @@ std::string TcpTransport::DescribePending() const {
   return absl::StrJoin(parts, ", ");
 }
 
-void TcpTransport::Progress() {
-  if (!broken_.ok()) return;
+bool TcpTransport::PollOnce(int timeout_ms) {
+  poll_fds_.clear();
+  poll_peers_.clear();
   for (int p = 0; p < size_; ++p) {
-    if (!peers_[p].sends.empty()) ProgressSends(p);
-    if (!peers_[p].recvs.empty()) ProgressRecvs(p);
+    short events = 0;
+    if (!peers_[p].sends.empty()) events |= POLLOUT;
+    if (!peers_[p].recvs.empty()) events |= POLLIN;
+    if (events == 0) continue;
+    poll_fds_.push_back({peers_[p].fd.get(), events, 0});
+    poll_peers_.push_back(p);
   }
+  if (poll_fds_.empty()) return false;
+  const int ready = ::poll(poll_fds_.data(), poll_fds_.size(), timeout_ms);
+  if (ready < 0) {
+    if (errno != EINTR) Break(SocketErrnoToStatus("poll", errno));
+    return false;
+  }
+  bool moved = false;
+  for (size_t i = 0; i < poll_fds_.size() && ready > 0; ++i) {
+    const short revents = poll_fds_[i].revents;
+    if (revents == 0) continue;
+    const int p = poll_peers_[i];
+    // Write only when the kernel says there is room (it waits for a good share of the
+    // send buffer to free up): many small writes make many small segments and acks.
+    if ((revents & (POLLOUT | POLLERR | POLLHUP)) && !peers_[p].sends.empty()) {
+      moved |= ProgressSends(p);
+    }
+    if ((revents & (POLLIN | POLLERR | POLLHUP)) && !peers_[p].recvs.empty()) {
+      moved |= ProgressRecvs(p);
+    }
+  }
+  return moved;
+}
+
+void TcpTransport::Progress() {
+  if (broken_.ok()) PollOnce(0);
 }
 
 absl::Status TcpTransport::Wait(RequestId id) {
@@ -336,48 +366,35 @@ absl::Status TcpTransport::Wait(RequestId id) {
     return absl::InvalidArgumentError(absl::StrCat("unknown or already waited request ", id));
   }
   Request* request = it->second.get();
-  std::vector<pollfd> fds;
   bool stalled = false;
   absl::Time stalled_since;
-  while (!request->complete) {
-    bool moved = false;
-    for (int p = 0; p < size_; ++p) {
-      if (!peers_[p].sends.empty()) moved |= ProgressSends(p);
-      if (!peers_[p].recvs.empty()) moved |= ProgressRecvs(p);
-    }
-    if (request->complete) break;
-    if (moved) {
+  while (!request->complete && broken_.ok()) {
+    if (PollOnce(0)) {
       stalled = false;
       continue;
     }
+    if (request->complete) break;
     const absl::Time now = absl::Now();
     if (!stalled) {
       stalled = true;
       stalled_since = now;
-    } else if (now - stalled_since < spin_before_block_) {
+    }
+    if (now - stalled_since < spin_before_block_) {
       // A reply is often a few microseconds away: look again before paying for a
       // sleep and a wake-up, but let other runnable threads have the core meanwhile.
       sched_yield();
       continue;
-    } else if (now - stalled_since >= options_.progress_timeout) {
+    }
+    if (now - stalled_since >= options_.progress_timeout) {
       Break(absl::DeadlineExceededError(absl::StrCat(
           "rank ", rank_, ": no progress for ", absl::FormatDuration(options_.progress_timeout),
           " waiting on: ", DescribePending())));
       break;
     }
-    fds.clear();
-    for (int p = 0; p < size_; ++p) {
-      short events = 0;
-      if (!peers_[p].sends.empty()) events |= POLLOUT;
-      if (!peers_[p].recvs.empty()) events |= POLLIN;
-      if (events != 0) fds.push_back({peers_[p].fd.get(), events, 0});
-    }
     const absl::Duration left = stalled_since + options_.progress_timeout - now;
     const int timeout_ms =
         static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1, 1000));
-    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-      Break(SocketErrnoToStatus("poll", errno));
-    }
+    if (PollOnce(timeout_ms)) stalled = false;
   }
   absl::Status status = request->status;
   free_requests_.push_back(std::move(it->second));

@@ -18,6 +18,8 @@
 #ifndef WEFT_DATAPATH_TCP_TRANSPORT_H_
 #define WEFT_DATAPATH_TCP_TRANSPORT_H_
 
+#include <poll.h>
+
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -91,6 +93,9 @@ class TcpTransport : public Transport {
   absl::Status Connect(Rendezvous& rendezvous);
   Request* NewRequest(bool is_send, int peer, char* data, size_t num_bytes);
   absl::Status CheckPeer(int peer) const;
+  // Polls the sockets with pending work, waiting up to timeout_ms, and serves the
+  // ready ones; true if any byte moved.
+  bool PollOnce(int timeout_ms);
   // Moves what can move without blocking; true if any byte moved.
   bool ProgressSends(int peer);
   bool ProgressRecvs(int peer);
@@ -108,6 +113,8 @@ class TcpTransport : public Transport {
   RequestId next_id_ = 1;
   absl::Status broken_;
   absl::Duration spin_before_block_ = absl::ZeroDuration();
+  std::vector<pollfd> poll_fds_;
+  std::vector<int> poll_peers_;
 };
 
 }  // namespace weft::datapath

@@ -5,11 +5,13 @@
 // Writes a markdown section to stdout and, with --out, to a file.
 //
 //   bazel run -c opt //bench/datapath:weft-perf -- --out=/tmp/datapath.md
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -51,9 +53,9 @@ ABSL_FLAG(uint64_t, weft_segment_bytes, 0, "Weft ring segment size (0: the defau
 ABSL_FLAG(int, weft_spin_us, -1, "Weft TCP spin before blocking, µs (-1: the default).");
 ABSL_FLAG(int, weft_ring_window, 0, "Weft all-reduce ring window (0: the default).");
 ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
-ABSL_FLAG(double, budget_seconds, 0.2, "Timed seconds per size and library.");
+ABSL_FLAG(double, budget_seconds, 0.15, "Timed seconds per size and library.");
 ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
-ABSL_FLAG(int, repeats, 2, "Passes over every library; each figure is the best pass's.");
+ABSL_FLAG(int, repeats, 3, "Passes over every library; each figure is the best pass's.");
 ABSL_FLAG(std::string, transport, "auto", "Weft's transport: auto, rc or tcp.");
 ABSL_FLAG(std::string, mpirun, "mpirun", "The mpirun to start Open MPI ranks with.");
 ABSL_FLAG(std::string, mpi_worker, "", "weft_perf_mpi binary (default: next to this binary).");
@@ -256,6 +258,16 @@ std::string DescribeWeftTransport(const std::string& note) {
                       note.substr(reason_at + 8));
 }
 
+// ", at nice -20 (...)" when not run at nice 0.
+std::string NiceNote() {
+  errno = 0;
+  const int nice_value = ::getpriority(PRIO_PROCESS, 0);
+  if (errno != 0 || nice_value == 0) return "";
+  return absl::StrCat(", at nice ", nice_value,
+                      nice_value < 0 ? " (ahead of the machine's other jobs, every library alike)"
+                                     : "");
+}
+
 std::string Machine() {
   utsname u;
   ::uname(&u);
@@ -401,7 +413,7 @@ int Main(int argc, char** argv) {
   text.preamble = {
       absl::StrCat("Measured with `bazel run -c opt //bench/datapath:weft-perf` on ",
                    absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone()), ": ", Machine(),
-                   ". The whole run took ", absl::FormatDuration(total),
+                   ". The whole run took ", absl::FormatDuration(total), NiceNote(),
                    ". Every rank is a separate process on this one machine and all traffic "
                    "crosses loopback TCP (127.0.0.1)."),
       rdma_line,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -95,6 +96,7 @@ struct StepResult {
   double own_cores = 0;
   double own_rss_mib = 0;
   bool passed = false;
+  std::string verdict;  // "yes", or why not
 };
 
 std::string Row(const StepResult& r) {
@@ -103,8 +105,7 @@ std::string Row(const StepResult& r) {
       "%.0f | %s |",
       r.nodes, r.streams, r.due_per_s, r.sent_per_s, r.accepted_per_s,
       100 * r.accepted_share, r.rejected, r.skipped, r.controller_cores,
-      r.controller_rss_mib, r.rss_per_node_kib, r.own_cores, r.own_rss_mib,
-      r.passed ? "yes" : "**no**");
+      r.controller_rss_mib, r.rss_per_node_kib, r.own_cores, r.own_rss_mib, r.verdict);
 }
 
 int Run() {
@@ -135,6 +136,14 @@ int Run() {
   const int64_t fd_headroom = 200;
   const int64_t max_nodes = static_cast<int64_t>(files.rlim_cur) - fd_headroom;
 
+  // A pid of a wrapper (a shell, nice) would measure the wrong process.
+  std::string comm;
+  std::getline(std::ifstream(absl::StrCat("/proc/", pid, "/comm")), comm);
+  if (comm != "weft-controller") {
+    std::cerr << "ingest_bench: --controller_pid " << pid << " is '" << comm
+              << "', not weft-controller\n";
+    return 2;
+  }
   absl::StatusOr<long> idle_rss = ProcessRssKib(pid);
   if (!idle_rss.ok()) {
     std::cerr << "ingest_bench: controller pid " << pid << ": " << idle_rss.status() << "\n";
@@ -185,7 +194,6 @@ int Run() {
     StepResult r;
     r.nodes = target;
     r.streams = Metric(*after, "weft_controller_agent_streams");
-    r.due_per_s = static_cast<double>(after->fleet.streaming) / absl::ToDoubleSeconds(interval);
     r.sent_per_s =
         static_cast<double>(after->fleet.batches_sent - before->fleet.batches_sent) / seconds;
     r.accepted_per_s = (Metric(*after, "weft_controller_telemetry_batches_total") -
@@ -210,8 +218,22 @@ int Run() {
     r.rss_per_node_kib = static_cast<double>(*rss - *idle_rss) / static_cast<double>(target);
     r.own_cores = (after->own_cpu_s - before->own_cpu_s) / seconds;
     r.own_rss_mib = static_cast<double>(*own_rss) / 1024;
+    const double min_accepted = absl::GetFlag(FLAGS_min_accepted);
     r.passed = r.controller_cores < absl::GetFlag(FLAGS_cpu_limit_cores) &&
-               r.accepted_share >= absl::GetFlag(FLAGS_min_accepted);
+               r.accepted_share >= min_accepted;
+    std::vector<std::string> why;
+    if (r.controller_cores >= absl::GetFlag(FLAGS_cpu_limit_cores)) {
+      why.push_back("controller CPU");
+    }
+    if (r.accepted_share < min_accepted) {
+      // Who fell behind: the controller (sent but not accepted; rejections) or the
+      // generator (not even sent: it shares the machine's cores).
+      if (r.accepted_per_s < min_accepted * r.sent_per_s || r.rejected > 0) {
+        why.push_back("controller behind");
+      }
+      if (r.sent_per_s < min_accepted * r.due_per_s) why.push_back("generator behind");
+    }
+    r.verdict = r.passed ? "yes" : absl::StrCat("**no** (", absl::StrJoin(why, ", "), ")");
     results.push_back(r);
     std::cerr << "ingest_bench: " << Row(r) << " (late wheel slots: " << r.late_slots
               << ", failed streams so far: " << after->fleet.stream_failures << ")\n";
