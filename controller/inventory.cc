@@ -18,6 +18,9 @@ using weft::v1::NodeState;
 
 constexpr absl::string_view kNoReasonGiven = "no reason given";
 
+// How many nodes ahead the sweep asks the CPU to fetch.
+constexpr size_t kPrefetchAhead = 8;
+
 std::string NicKey(absl::string_view device, uint32_t port) {
   return absl::StrCat(device, "/", port);
 }
@@ -102,6 +105,16 @@ NicRates Inventory::RatesOf(const Node& node) {
   // A silent node's last rates describe the past; report nothing rather than stale.
   if (!node.reporting) return NicRates();
   return node.latest_rates;
+}
+
+const std::vector<Inventory::NodeRef>& Inventory::SweepOrder() {
+  if (sweep_order_stale_) {
+    sweep_order_.clear();
+    sweep_order_.reserve(nodes_.size());
+    for (auto& [name, node] : nodes_) sweep_order_.emplace_back(&name, &node);
+    sweep_order_stale_ = false;
+  }
+  return sweep_order_;
 }
 
 void Inventory::Summarize(Node& node) {
@@ -189,6 +202,7 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
   auto [it, inserted] = nodes_.try_emplace(info.name());
   Node& node = it->second;
   if (inserted) {
+    sweep_order_stale_ = true;
     node.health = HealthTracker(options_.health_timings);
     node.sick_or_clean_since = now;
   }
@@ -214,6 +228,8 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
   node.nics = std::move(nics);
   Summarize(node);
   node.info = info;
+  node.pod = info.pod();
+  node.rack = info.rack();
   node.epoch = registration.session_epoch;
   node.registered_at = now;
   node.last_seen = now;
@@ -366,7 +382,11 @@ std::vector<StateChange> Inventory::EvaluateLiveness() {
   const absl::Time now = clock_->Now();
   std::vector<StateChange> changes;
   absl::MutexLock lock(&mu_);
-  for (auto& [name, node] : nodes_) {
+  const std::vector<NodeRef>& order = SweepOrder();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i + kPrefetchAhead < order.size()) __builtin_prefetch(order[i + kPrefetchAhead].second);
+    const std::string& name = *order[i].first;
+    Node& node = *order[i].second;
     if (!node.reporting) continue;
     const absl::Duration silence = now - node.last_seen;
     if (silence <= down_after_) continue;
@@ -583,7 +603,11 @@ std::vector<StateChange> Inventory::EvaluateHealth() {
   std::vector<NodeSummary> summaries;
   absl::MutexLock lock(&mu_);
   summaries.reserve(nodes_.size());
-  for (auto& [name, node] : nodes_) {
+  const std::vector<NodeRef>& order = SweepOrder();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i + kPrefetchAhead < order.size()) __builtin_prefetch(order[i + kPrefetchAhead].second);
+    const std::string& name = *order[i].first;
+    Node& node = *order[i].second;
     const NodeState before = StateOf(node);
     if (node.reporting) {
       const Finding* earliest = nullptr;
@@ -622,8 +646,7 @@ std::vector<StateChange> Inventory::EvaluateHealth() {
       node.sick_or_clean_since = now;
     }
     if (auto change = ApplyAutoDrain(name, node, now)) changes.push_back(*std::move(change));
-    summaries.push_back(NodeSummary{node.info.pod(), node.info.rack(), StateOf(node),
-                                    RatesOf(node)});
+    summaries.push_back(NodeSummary{node.pod, node.rack, StateOf(node), RatesOf(node)});
   }
   for (HealthRule rule : kAllHealthRules) {
     auto it = active.find(rule);

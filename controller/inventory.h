@@ -186,31 +186,39 @@ class Inventory {
     std::vector<Finding> findings;
   };
 
+  // What the sweep reads of every node comes first, so that it sits in few cache
+  // lines: the sweep visits every node four times a second.
   struct Node {
-    weft::v1::NodeInfo info;
-    uint64_t epoch = 0;
-    absl::Time registered_at;
     absl::Time last_seen;
     bool reporting = true;
     bool drained = false;
     weft::v1::DrainSource drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
-    std::string drain_reason;
-    std::vector<NicState> nics;  // in NodeInfo order
-    // Kept in step with `nics` by Register and AcceptTelemetry (the only places
-    // windows and findings change), so the sweep need not visit every NIC of every
-    // node: the sum of the NICs' latest rates (RatesOf) and how many findings fire.
-    NicRates latest_rates;
-    int findings = 0;
-    HealthTracker health;
-    // Why the node last became DEGRADED (the rule that fired first).
-    std::string health_reason;
     // Sick (not reporting, or DEGRADED) or clean, and since when: what the
     // auto-drain policy judges. Updated by EvaluateHealth.
     bool sick = false;
+    // Kept in step with `nics` by Register and AcceptTelemetry (the only places
+    // windows and findings change), so the sweep need not visit every NIC of every
+    // node: how many findings fire and the sum of the NICs' latest rates (RatesOf).
+    int findings = 0;
     absl::Time sick_or_clean_since;
+    HealthTracker health;
+    NicRates latest_rates;
+    // info.pod() and info.rack(), held here for the rack summaries of the sweep.
+    std::string pod;
+    std::string rack;
+
+    weft::v1::NodeInfo info;
+    uint64_t epoch = 0;
+    absl::Time registered_at;
+    std::string drain_reason;
+    std::vector<NicState> nics;  // in NodeInfo order
+    // Why the node last became DEGRADED (the rule that fired first).
+    std::string health_reason;
   };
 
   using NodeMap = std::map<std::string, Node, std::less<>>;
+  // A node of nodes_ as the sweep walks them: its name and entry.
+  using NodeRef = std::pair<const std::string*, Node*>;
 
   static weft::v1::NodeState StateOf(const Node& node);
   // Sum of the NICs' latest rates; zero while the node is not reporting.
@@ -223,6 +231,8 @@ class Inventory {
                                     uint64_t epoch);
   // Recomputes node.latest_rates and node.findings from its NICs.
   static void Summarize(Node& node);
+  // nodes_ in name order as a vector, rebuilt after a node was added.
+  const std::vector<NodeRef>& SweepOrder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // When the node's state now differs from `before`, logs the transition, updates
   // the metrics and returns it (CountStateChange), and records it in the event log
   // as STATE_CHANGED (NoteStateChange).
@@ -253,6 +263,11 @@ class Inventory {
 
   mutable absl::Mutex mu_;
   NodeMap nodes_ ABSL_GUARDED_BY(mu_);
+  // The sweep walks this instead of the tree: loads of independent pointers overlap,
+  // where walking a 12,500-node tree waits on one cache miss after another. Entries
+  // stay valid because nodes are never removed (map nodes do not move).
+  std::vector<NodeRef> sweep_order_ ABSL_GUARDED_BY(mu_);
+  bool sweep_order_stale_ ABSL_GUARDED_BY(mu_) = false;
   std::array<int64_t, 5> state_counts_ ABSL_GUARDED_BY(mu_) = {};
 };
 

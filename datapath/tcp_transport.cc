@@ -108,9 +108,15 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
     const int fd = peers_[peer].fd.get();
     RETURN_IF_ERROR(SetNonBlocking(fd));
     if (options_.socket_buffer_bytes > 0) {
+      // Above net.core.{w,r}mem_max only a privileged process may go (the *FORCE
+      // options); otherwise the kernel caps the value.
       const int bytes = options_.socket_buffer_bytes;
-      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+      if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)) != 0) {
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+      }
+      if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)) != 0) {
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+      }
     }
   }
   return absl::OkStatus();
@@ -340,17 +346,20 @@ bool TcpTransport::PollOnce(int timeout_ms) {
     return false;
   }
   bool moved = false;
+  // Reads first: draining what arrived keeps the peers' windows open, so they are not
+  // held up while this rank writes.
   for (size_t i = 0; i < poll_fds_.size() && ready > 0; ++i) {
-    const short revents = poll_fds_[i].revents;
-    if (revents == 0) continue;
     const int p = poll_peers_[i];
-    // Write only when the kernel says there is room (it waits for a good share of the
-    // send buffer to free up): many small writes make many small segments and acks.
-    if ((revents & (POLLOUT | POLLERR | POLLHUP)) && !peers_[p].sends.empty()) {
-      moved |= ProgressSends(p);
-    }
-    if ((revents & (POLLIN | POLLERR | POLLHUP)) && !peers_[p].recvs.empty()) {
+    if ((poll_fds_[i].revents & (POLLIN | POLLERR | POLLHUP)) && !peers_[p].recvs.empty()) {
       moved |= ProgressRecvs(p);
+    }
+  }
+  // Write only when the kernel says there is room (it waits for a good share of the
+  // send buffer to free up): many small writes make many small segments and acks.
+  for (size_t i = 0; i < poll_fds_.size() && ready > 0; ++i) {
+    const int p = poll_peers_[i];
+    if ((poll_fds_[i].revents & (POLLOUT | POLLERR | POLLHUP)) && !peers_[p].sends.empty()) {
+      moved |= ProgressSends(p);
     }
   }
   return moved;

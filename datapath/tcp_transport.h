@@ -4,10 +4,12 @@
 //
 // Wire: each message is an 8-byte little-endian length followed by the bytes. Reads
 // and writes go straight between the sockets and the callers' buffers (no staging
-// copy); a Wait gathers the queued messages of a peer into one sendmsg/recvmsg, and
-// the calling thread does all the work: no progress thread, no hand-off, blocking in
-// poll(2) when nothing can move. That keeps small-message latency to the system calls
-// and leaves the cores to the ranks, which matters when ranks outnumber cores.
+// copy), gathering a peer's queued messages into one recvmsg/sendmsg. The calling
+// thread does all the work (no progress thread, no hand-off): it serves the sockets
+// poll(2) reports ready, reads before writes so peers are not held up, and writes only
+// when the kernel reports room, so data leaves in large segments. That keeps
+// small-message latency to the system calls and leaves the cores to the ranks, which
+// matters when ranks outnumber cores.
 //
 // Setup: each rank listens on options.listen_host (port 0), publishes host:port under
 // options.rendezvous_key, connects to every lower rank and accepts every higher one.

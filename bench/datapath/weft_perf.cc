@@ -55,7 +55,7 @@ ABSL_FLAG(int, weft_ring_window, 0, "Weft all-reduce ring window (0: the default
 ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
 ABSL_FLAG(double, budget_seconds, 0.15, "Timed seconds per size and library.");
 ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
-ABSL_FLAG(int, repeats, 3, "Passes over every library; each figure is the best pass's.");
+ABSL_FLAG(int, repeats, 2, "Passes over every library; each figure is the best pass's.");
 ABSL_FLAG(std::string, transport, "auto", "Weft's transport: auto, rc or tcp.");
 ABSL_FLAG(std::string, mpirun, "mpirun", "The mpirun to start Open MPI ranks with.");
 ABSL_FLAG(std::string, mpi_worker, "", "weft_perf_mpi binary (default: next to this binary).");
@@ -254,8 +254,8 @@ std::string DescribeWeftTransport(const std::string& note) {
   }
   std::string kind = note.substr(kind_at + 10, reason_at - kind_at - 10);
   for (char& c : kind) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return absl::StrCat(kind, " transport, picked by its factory because: ",
-                      note.substr(reason_at + 8));
+  return absl::StrCat(kind,
+                      " transport, picked by its factory because: ", note.substr(reason_at + 8));
 }
 
 // ", at nice -20 (...)" when not run at nice 0.
@@ -263,9 +263,9 @@ std::string NiceNote() {
   errno = 0;
   const int nice_value = ::getpriority(PRIO_PROCESS, 0);
   if (errno != 0 || nice_value == 0) return "";
-  return absl::StrCat(", at nice ", nice_value,
-                      nice_value < 0 ? " (ahead of the machine's other jobs, every library alike)"
-                                     : "");
+  return absl::StrCat(
+      ", at nice ", nice_value,
+      nice_value < 0 ? " (ahead of the machine's other jobs, every library alike)" : "");
 }
 
 std::string Machine() {
@@ -322,13 +322,14 @@ int Main(int argc, char** argv) {
     if (!devices.ok()) {
       detail = absl::StrCat("; listing failed: ", devices.status().message());
     } else if (absl::StrContains(verbs.NoDeviceReason(), "no RDMA support")) {
-      detail = "; the call fails with ENOSYS: this kernel has no RDMA support, so not even "
-               "soft-RoCE can be loaded";
+      detail =
+          "; the call fails with ENOSYS: this kernel has no RDMA support, so not even "
+          "soft-RoCE can be loaded";
     }
-    rdma_line = absl::StrCat("RDMA: no RDMA device found (ibv_get_device_list returned 0 devices",
-                             detail,
-                             "). Weft therefore ran over TCP, and this run has no RC-versus-TCP "
-                             "comparison; on a node with a device weft-perf shows both.");
+    rdma_line =
+        absl::StrCat("RDMA: no RDMA device found (ibv_get_device_list returned 0 devices", detail,
+                     "). Weft therefore ran over TCP, and this run has no RC-versus-TCP "
+                     "comparison; on a node with a device weft-perf shows both.");
   }
 
   std::vector<std::string> columns, labels;

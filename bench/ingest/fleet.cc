@@ -22,182 +22,186 @@ std::string Describe(const grpc::Status& status) {
 
 }  // namespace
 
-// One simulated agent: a Register call, then one Connect stream.
-//
-// The reactor callbacks run on gRPC threads; TrySend runs on the node's sender thread;
-// Shutdown on the fleet's caller. `mu_` guards the write/hold state they share. No
-// gRPC Start*/RemoveHold is called with `mu_` held, so a reaction that runs inline
-// cannot deadlock on it. The stream keeps a hold until it breaks or the fleet stops,
-// so OnDone (after which the reactor must not be touched) cannot race a TrySend.
-class Fleet::Node final
-    : public grpc::ClientBidiReactor<weft::v1::AgentMessage, weft::v1::ControllerMessage> {
+// One simulated agent: a Register call, then one Connect stream, driven by the
+// completions of its sender's queue. After Register() (called once, by GrowTo) every
+// method runs on the node's sender thread, so the state needs no lock. At most one
+// operation of each kind is pending: the Register, the stream's start, one write, or
+// the stream's Finish, which is only started once no write is pending.
+class Fleet::Node {
  public:
-  Node(Fleet* fleet, int64_t index, std::unique_ptr<SyntheticNode> model,
+  Node(Fleet* fleet, int64_t index, int sender, std::unique_ptr<SyntheticNode> model,
        std::shared_ptr<grpc::Channel> channel)
       : fleet_(fleet),
-        index_(index),
+        sender_(sender),
+        slot_(SlotOf(index)),
         model_(std::move(model)),
         channel_(std::move(channel)),
         stub_(weft::v1::AgentService::NewStub(channel_)) {
     *register_request_.mutable_node() = model_->info();
   }
 
+  int sender() const { return sender_; }
+  int slot() const { return slot_; }
   const std::string& name() const { return model_->info().name(); }
 
   void Register() {
-    stub_->async()->Register(&register_context_, &register_request_, &register_response_,
-                             [this](grpc::Status status) { OnRegistered(status); });
+    // Like an agent that retries: a connection the busy controller is slow to accept
+    // (its SETTINGS may take longer than a connect attempt's 20 s) is retried rather
+    // than failing the node.
+    register_context_.set_wait_for_ready(true);
+    register_context_.set_deadline(
+        absl::ToChronoTime(absl::Now() + fleet_->options_.register_timeout));
+    register_call_ =
+        stub_->PrepareAsyncRegister(&register_context_, register_request_, queue());
+    register_call_->StartCall();
+    register_call_->Finish(&register_response_, &register_status_, &register_tag_);
   }
 
-  // Starts the write of the batch due now, unless one is pending or the stream is down.
+  // Starts the write of the batch due now, unless one is pending or the stream is not
+  // (or no longer) streaming.
   void TrySend(absl::Time now) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!streaming_ || broken_) return;
-      if (in_flight_) {
-        fleet_->skipped_busy_.fetch_add(1, std::memory_order_relaxed);
-        return;
-      }
-      in_flight_ = true;
-    }
-    weft::v1::AgentMessage& batch = model_->NextBatch(now);
-    fleet_->batches_sent_.fetch_add(1, std::memory_order_relaxed);
-    StartWrite(&batch);
-  }
-
-  void Shutdown() {
-    bool release = false;
-    bool stream_started;
-    {
-      absl::MutexLock lock(&mu_);
-      shutting_down_ = true;
-      stream_started = stream_started_;
-      if (stream_started_ && !hold_released_) {
-        hold_released_ = true;
-        release = true;
-      }
-    }
-    register_context_.TryCancel();
-    if (stream_started) stream_context_.TryCancel();
-    if (release) RemoveHold();
-  }
-
-  void OnWriteDone(bool ok) override {
-    bool release = false;
-    bool hello_written = false;
-    bool hello_failed = false;
-    {
-      absl::MutexLock lock(&mu_);
-      in_flight_ = false;
-      if (!hello_done_) {
-        hello_done_ = true;
-        hello_written = ok;
-        hello_failed = !ok;
-        streaming_ = ok;
-      } else if (!ok) {
-        fleet_->write_failures_.fetch_add(1, std::memory_order_relaxed);
-      }
-      if (!ok) broken_ = true;
-      if (broken_ && !hold_released_) {
-        hold_released_ = true;
-        release = true;
-      }
-    }
-    if (hello_written) fleet_->NodeStreaming(this, index_);
-    if (hello_failed) fleet_->NodeSettled();
-    if (release) RemoveHold();
-  }
-
-  void OnReadDone(bool ok) override {
-    if (ok) {
-      fleet_->downlink_messages_.fetch_add(1, std::memory_order_relaxed);
-      StartRead(&incoming_);
+    if (state_ != State::kStreaming) return;
+    if (write_pending_) {
+      fleet_->skipped_busy_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    bool release = false;
-    {
-      absl::MutexLock lock(&mu_);
-      broken_ = true;
-      if (!in_flight_ && !hold_released_) {
-        hold_released_ = true;
-        release = true;
-      }
-    }
-    if (release) RemoveHold();
+    write_pending_ = true;
+    fleet_->batches_sent_.fetch_add(1, std::memory_order_relaxed);
+    stream_->Write(model_->NextBatch(now), &write_tag_);
   }
 
-  void OnDone(const grpc::Status& status) override {
-    bool was_streaming;
-    bool shutting_down;
-    {
-      absl::MutexLock lock(&mu_);
-      was_streaming = streaming_;
-      streaming_ = false;
-      shutting_down = shutting_down_;
-    }
-    if (was_streaming) fleet_->streaming_.fetch_sub(1, std::memory_order_relaxed);
-    if (!shutting_down) {
-      fleet_->stream_failures_.fetch_add(1, std::memory_order_relaxed);
-      fleet_->NoteFailure(absl::StrCat("stream ", name(), ": ", Describe(status)));
-    }
-    fleet_->NodeCallsDone();
+  // The fleet is stopping: cancel what is pending; an idle stream is finished now, a
+  // busy one when its pending operation completes.
+  void Cancel() {
+    register_context_.TryCancel();
+    if (stream_ == nullptr) return;
+    stream_context_.TryCancel();
+    if (state_ == State::kStreaming && !write_pending_) Finish();
+  }
+
+  // Dispatches a completion of this sender's queue to its node.
+  static void Complete(void* tag, bool ok) {
+    Tag* t = static_cast<Tag*>(tag);
+    t->node->OnCompletion(t->op, ok);
   }
 
  private:
-  void OnRegistered(const grpc::Status& status) {
-    bool start = false;
-    bool shutting_down;
-    {
-      absl::MutexLock lock(&mu_);
-      shutting_down = shutting_down_;
-      if (status.ok() && !shutting_down_) {
-        start = true;
-        stream_started_ = true;
-        in_flight_ = true;  // the hello
+  enum class Op { kRegister, kStart, kWrite, kFinish };
+  enum class State { kRegistering, kStarting, kHello, kStreaming, kFinishing, kDone };
+  struct Tag {
+    Node* node;
+    Op op;
+  };
+
+  grpc::CompletionQueue* queue() { return &fleet_->senders_[sender_]->queue; }
+  bool stopping() const { return fleet_->stopping_.load(std::memory_order_relaxed); }
+
+  void OnCompletion(Op op, bool ok) {
+    switch (op) {
+      case Op::kRegister:
+        if (!register_status_.ok() || stopping()) {
+          if (!register_status_.ok() && !stopping()) {
+            fleet_->register_failures_.fetch_add(1, std::memory_order_relaxed);
+            fleet_->NoteFailure(absl::StrCat("register ", name(), ": ",
+                                             Describe(register_status_)));
+          }
+          Settle();
+          state_ = State::kDone;
+          fleet_->NodeCallsDone();
+          return;
+        }
         hello_.mutable_hello()->set_node_name(name());
         hello_.mutable_hello()->set_session_epoch(register_response_.session_epoch());
-        // Binding and the hold do no I/O and run no reactions: safe under mu_, and
-        // a Shutdown that follows sees the hold it has to release.
-        stub_->async()->Connect(&stream_context_, this);
-        AddHold();
-      }
+        stream_ = stub_->PrepareAsyncConnect(&stream_context_, queue());
+        state_ = State::kStarting;
+        stream_->StartCall(&start_tag_);
+        return;
+      case Op::kStart:
+        if (!ok || stopping()) {
+          Finish();
+          return;
+        }
+        state_ = State::kHello;
+        write_pending_ = true;
+        stream_->Write(hello_, &write_tag_);
+        return;
+      case Op::kWrite:
+        write_pending_ = false;
+        if (state_ == State::kHello && ok && !stopping()) {
+          state_ = State::kStreaming;
+          fleet_->streaming_.fetch_add(1, std::memory_order_relaxed);
+          fleet_->NodeStreaming(this);
+          Settle();
+          return;
+        }
+        if (!ok && state_ == State::kStreaming) {
+          fleet_->write_failures_.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (!ok || stopping()) Finish();
+        return;
+      case Op::kFinish:
+        if (was_streaming_) fleet_->streaming_.fetch_sub(1, std::memory_order_relaxed);
+        if (!stopping()) {
+          fleet_->stream_failures_.fetch_add(1, std::memory_order_relaxed);
+          fleet_->NoteFailure(absl::StrCat("stream ", name(), ": ", Describe(finish_status_)));
+        }
+        Settle();
+        state_ = State::kDone;
+        fleet_->NodeCallsDone();
+        return;
     }
-    if (!start) {
-      if (!status.ok() && !shutting_down) {
-        fleet_->register_failures_.fetch_add(1, std::memory_order_relaxed);
-        fleet_->NoteFailure(absl::StrCat("register ", name(), ": ", Describe(status)));
-      }
-      fleet_->NodeSettled();
-      fleet_->NodeCallsDone();
-      return;
-    }
-    if (fleet_->options_.read_downlink) StartRead(&incoming_);
-    StartWrite(&hello_);
-    StartCall();
+  }
+
+  // Collects the stream's status (the controller ended it, or we cancelled it).
+  void Finish() {
+    was_streaming_ = state_ == State::kStreaming;
+    state_ = State::kFinishing;
+    stream_->Finish(&finish_status_, &finish_tag_);
+  }
+
+  // Streaming or failed: no longer counted as connecting.
+  void Settle() {
+    if (settled_) return;
+    settled_ = true;
+    fleet_->NodeSettled();
   }
 
   Fleet* const fleet_;
-  const int64_t index_;
-  const std::unique_ptr<SyntheticNode> model_;  // its sender thread only, after the hello
+  const int sender_;
+  const int slot_;
+  const std::unique_ptr<SyntheticNode> model_;
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<weft::v1::AgentService::Stub> stub_;
+
+  Tag register_tag_{this, Op::kRegister};
+  Tag start_tag_{this, Op::kStart};
+  Tag write_tag_{this, Op::kWrite};
+  Tag finish_tag_{this, Op::kFinish};
 
   grpc::ClientContext register_context_;
   weft::v1::RegisterRequest register_request_;
   weft::v1::RegisterResponse register_response_;
-  grpc::ClientContext stream_context_;
-  weft::v1::AgentMessage hello_;
-  weft::v1::ControllerMessage incoming_;  // read path only
+  grpc::Status register_status_;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<weft::v1::RegisterResponse>>
+      register_call_;
 
-  absl::Mutex mu_;
-  bool stream_started_ ABSL_GUARDED_BY(mu_) = false;
-  bool hello_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool streaming_ ABSL_GUARDED_BY(mu_) = false;
-  bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
-  bool broken_ ABSL_GUARDED_BY(mu_) = false;
-  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext stream_context_;
+  std::unique_ptr<
+      grpc::ClientAsyncReaderWriter<weft::v1::AgentMessage, weft::v1::ControllerMessage>>
+      stream_;
+  weft::v1::AgentMessage hello_;
+  grpc::Status finish_status_;
+
+  State state_ = State::kRegistering;
+  bool write_pending_ = false;
+  bool was_streaming_ = false;
+  bool settled_ = false;
 };
+
+int Fleet::SlotOf(int64_t index) {
+  const double phase = std::fmod(static_cast<double>(index) * kGoldenRatioFraction, 1.0);
+  return std::min(kSlots - 1, static_cast<int>(phase * kSlots));
+}
 
 Fleet::Fleet(FleetOptions options)
     : options_(std::move(options)),
@@ -207,7 +211,10 @@ Fleet::Fleet(FleetOptions options)
     absl::MutexLock lock(&slots_mu_);
     slots_.resize(kSlots);
   }
-  for (int i = 0; i < sender_count_; ++i) senders_.emplace_back([this, i] { RunSender(i); });
+  for (int i = 0; i < sender_count_; ++i) senders_.push_back(std::make_unique<Sender>());
+  for (int i = 0; i < sender_count_; ++i) {
+    senders_[i]->thread = std::thread([this, i] { RunSender(i); });
+  }
 }
 
 Fleet::~Fleet() { Stop(); }
@@ -233,12 +240,15 @@ absl::Status Fleet::GrowTo(int64_t total, absl::Duration timeout) {
         absl::StrFormat("%s%06d", options_.node_prefix, index), options_.nics, options_.gpus,
         absl::Now());
     if (!model.ok()) return model.status();
+    const int64_t rack = index / std::max(1, options_.nodes_per_rack);
+    (*model)->set_location(absl::StrFormat("rack-%04d", rack),
+                           absl::StrFormat("pod-%03d", rack / std::max(1, options_.racks_per_pod)));
     grpc::ChannelArguments args;
     // A channel of its own per node means a TCP connection of its own, as with real
     // agents; without this, channels with equal arguments share one subchannel.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     auto node = std::make_unique<Node>(
-        this, index, *std::move(model),
+        this, index, SlotOf(index) % sender_count_, *std::move(model),
         grpc::CreateCustomChannel(options_.controller_address,
                                   grpc::InsecureChannelCredentials(), args));
     Node* raw = node.get();
@@ -248,7 +258,7 @@ absl::Status Fleet::GrowTo(int64_t total, absl::Duration timeout) {
       ++connecting_;
       ++outstanding_;
     }
-    raw->Register();
+    raw->Register();  // from here on the node belongs to its sender thread
   }
   absl::MutexLock lock(&mu_);
   auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return connecting_ == 0; };
@@ -259,15 +269,9 @@ absl::Status Fleet::GrowTo(int64_t total, absl::Duration timeout) {
   return absl::OkStatus();
 }
 
-void Fleet::NodeStreaming(Node* node, int64_t index) {
-  const double phase = std::fmod(static_cast<double>(index) * kGoldenRatioFraction, 1.0);
-  const int slot = std::min(kSlots - 1, static_cast<int>(phase * kSlots));
-  {
-    absl::MutexLock lock(&slots_mu_);
-    slots_[slot].push_back(node);
-  }
-  streaming_.fetch_add(1, std::memory_order_relaxed);
-  NodeSettled();
+void Fleet::NodeStreaming(Node* node) {
+  absl::MutexLock lock(&slots_mu_);
+  slots_[node->slot()].push_back(node);
 }
 
 void Fleet::NodeSettled() {
@@ -292,16 +296,20 @@ void Fleet::NoteFailure(const std::string& description) {
 }
 
 void Fleet::RunSender(int sender) {
+  grpc::CompletionQueue& queue = senders_[sender]->queue;
   const absl::Duration slot_width = options_.interval / kSlots;
   const absl::Duration late = options_.interval / 10;
+  void* tag = nullptr;
+  bool ok = false;
   std::vector<Node*> due;
-  for (int64_t k = sender;; k += sender_count_) {
+  // This sender's slots: sender, sender + n, sender + 2n, ...
+  for (int64_t k = sender; !stopping_.load(); k += sender_count_) {
     const absl::Time due_at = wheel_start_ + k * slot_width;
-    const absl::Duration wait = due_at - absl::Now();
-    if (wait > absl::ZeroDuration() && stop_senders_.WaitForNotificationWithTimeout(wait)) {
-      return;
+    while (queue.AsyncNext(&tag, &ok, absl::ToChronoTime(due_at)) ==
+           grpc::CompletionQueue::GOT_EVENT) {
+      Node::Complete(tag, ok);
     }
-    if (stop_senders_.HasBeenNotified()) return;
+    if (stopping_.load()) break;
     const absl::Time now = absl::Now();
     if (now - due_at > late) late_slots_.fetch_add(1, std::memory_order_relaxed);
     {
@@ -309,6 +317,30 @@ void Fleet::RunSender(int sender) {
       due = slots_[k % kSlots];
     }
     for (Node* node : due) node->TrySend(now);
+  }
+
+  // Stopping: cancel this sender's nodes and collect their completions; a node whose
+  // pending operation completes starts no new one but its stream's Finish.
+  std::vector<Node*> mine;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& node : nodes_) {
+      if (node->sender() == sender) mine.push_back(node.get());
+    }
+  }
+  for (Node* node : mine) node->Cancel();
+  // Every node ends in one Register or one Finish completion; the other operations
+  // complete first. Cancelled, they all complete promptly.
+  const absl::Time give_up = absl::Now() + absl::Seconds(15);
+  auto busy = [this]() {
+    absl::MutexLock lock(&mu_);
+    return outstanding_ > 0;
+  };
+  while (busy() && absl::Now() < give_up) {
+    if (queue.AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + absl::Milliseconds(100))) ==
+        grpc::CompletionQueue::GOT_EVENT) {
+      Node::Complete(tag, ok);
+    }
   }
 }
 
@@ -325,7 +357,6 @@ FleetStats Fleet::stats() const {
   s.write_failures = write_failures_.load();
   s.skipped_busy = skipped_busy_.load();
   s.late_slots = late_slots_.load();
-  s.downlink_messages = downlink_messages_.load();
   return s;
 }
 
@@ -340,21 +371,28 @@ void Fleet::Stop() {
     if (stopped_) return;
     stopped_ = true;
   }
-  stop_senders_.Notify();
-  for (std::thread& sender : senders_) sender.join();
-  std::vector<Node*> nodes;
+  stopping_ = true;
+  for (auto& sender : senders_) sender->thread.join();
+  bool finished;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& node : nodes_) nodes.push_back(node.get());
+    finished = outstanding_ == 0;
+    if (!finished) {
+      // gRPC still holds operations of some nodes: leak the nodes and the queues
+      // rather than free what a late completion would touch.
+      for (auto& node : nodes_) (void)node.release();
+      for (auto& sender : senders_) (void)sender.release();
+    }
+    nodes_.clear();
   }
-  for (Node* node : nodes) node->Shutdown();
-  absl::MutexLock lock(&mu_);
-  auto finished = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&finished), absl::Seconds(15))) {
-    // gRPC still holds some of them; leak rather than free what a callback may touch.
-    for (auto& node : nodes_) (void)node.release();
+  if (!finished) return;
+  for (auto& sender : senders_) {
+    sender->queue.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (sender->queue.Next(&tag, &ok)) {
+    }
   }
-  nodes_.clear();
 }
 
 }  // namespace weft::bench

@@ -3,16 +3,24 @@
 // agents on separate hosts would), calls Register with a SyntheticNode's NodeInfo,
 // opens a Connect stream, writes the StreamHello with the granted epoch, and from then
 // on writes one TelemetryBatch per interval. The nodes' send times are spread evenly
-// over the interval (node i at the fractional part of i × golden ratio), so the
-// controller sees a steady stream rather than one burst per second.
+// over the interval (node i at the fractional part of i × golden ratio, on a wheel of
+// 1000 slots), so the controller sees a steady stream rather than one burst per second.
 //
-// Everything runs on gRPC's callback client API (ClientBidiReactor), so the fleet needs
-// only a few sender threads of its own, which take turns walking a 1000-slot timing
-// wheel and start the writes that are due; completions run on gRPC's threads. A node writes one batch
-// at a time: a batch falling due while the previous one is still being written is
-// skipped and counted (backpressure from a slow controller shows up there). Streams
-// are not re-established; a stream that ends while the fleet runs is counted, with
-// its status, as a failure.
+// Threads: a few sender threads, each owning a gRPC CompletionQueue (the async API)
+// and every node whose wheel slot is its number modulo their count. A sender waits on
+// its queue for completions until its next slot is due, then starts the writes of that
+// slot. Everything a node does after Register is started happens on its sender thread,
+// so nodes need no locks, and a completion is handled on the thread that polled it
+// (the callback API would hand each one to another thread). Per-thread queues also
+// keep each queue's list of pending operations short, which matters with Debian's
+// gRPC: built without NDEBUG, it scans that list on every completion.
+//
+// A node writes one batch at a time: a batch falling due while the previous one is
+// still being written is skipped and counted (backpressure from a slow controller shows
+// there). The fleet does not read the downlink (the controller sends nothing down in
+// the benchmark); a stream the controller ends shows as a failed write, after which
+// the node collects the stream's status and is counted as a failure. Streams are not
+// re-established.
 //
 // Thread-safety: GrowTo, Stop and the destructor from one thread; stats() and
 // failure_samples() from any thread.
@@ -29,8 +37,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "grpcpp/completion_queue.h"
 
 namespace weft::bench {
 
@@ -39,20 +47,19 @@ struct FleetOptions {
   absl::Duration interval = absl::Seconds(1);
   uint32_t nics = 8;
   uint32_t gpus = 8;
-  // Node i is named <prefix><i> (zero-padded to 6 digits).
+  // Node i is named <prefix><i> (zero-padded to 6 digits), in rack
+  // "rack-<i / nodes_per_rack>" of pod "pod-<i / (nodes_per_rack × racks_per_pod)>":
+  // 12,500 nodes fill 391 racks in 13 pods, and the controller keeps gauges per rack.
   std::string node_prefix = "ingest-";
+  int nodes_per_rack = 32;
+  int racks_per_pod = 32;
   // Nodes registering or opening their stream at the same time.
-  int max_connecting = 200;
-  // Threads that start the writes; thread t serves the wheel slots t, t+n, t+2n, ...
-  // (the wheel still wakes once per slot in all). gRPC does most of a write's work
-  // (framing, sendmsg) on the thread that starts it, so one thread tops out below
-  // 10,000 batches/s here.
+  int max_connecting = 64;
+  // How long a node's Register may wait for a connection (wait_for_ready) and answer.
+  absl::Duration register_timeout = absl::Seconds(120);
+  // Sender threads (see above). gRPC does most of a write's work (framing, sendmsg) on
+  // the thread that starts it, so one thread tops out below 10,000 batches/s here.
   int sender_threads = 4;
-  // Keep a read pending on every stream, as an agent does. The controller sends
-  // nothing down in the benchmark, and with Debian's gRPC (built without NDEBUG) every
-  // completion scans the list of pending operations, so the benchmark turns this off:
-  // a stream the controller ends then shows as a failed write instead.
-  bool read_downlink = true;
 };
 
 // Cumulative counts since the fleet started.
@@ -65,7 +72,6 @@ struct FleetStats {
   int64_t write_failures = 0;       // writes that completed with ok=false
   int64_t skipped_busy = 0;         // due while the node's previous write was pending
   int64_t late_slots = 0;           // wheel slots served > interval/10 after due
-  int64_t downlink_messages = 0;    // ControllerMessages received
 };
 
 class Fleet {
@@ -83,7 +89,7 @@ class Fleet {
   absl::Status GrowTo(int64_t total, absl::Duration timeout);
 
   FleetStats stats() const;
-  // Up to 5 distinct failure descriptions ("register ingest-000012: UNAVAILABLE ...").
+  // Up to 5 distinct failure descriptions ("register ingest-000012: code 14 ...").
   std::vector<std::string> failure_samples() const;
 
   // Stops sending, cancels every call and waits (up to 15 s) for gRPC to finish them.
@@ -91,19 +97,26 @@ class Fleet {
 
  private:
   class Node;
-  friend class Node;
+  struct Sender {
+    grpc::CompletionQueue queue;
+    std::thread thread;
+  };
+
+  static constexpr int kSlots = 1000;
+  // The wheel slot of node `index`.
+  static int SlotOf(int64_t index);
 
   void RunSender(int sender);
-  // Called by nodes (any gRPC thread).
-  void NodeStreaming(Node* node, int64_t index);
-  void NodeSettled();  // registered-and-streaming, or failed before that
+  // Called by nodes on their sender thread.
+  void NodeStreaming(Node* node);
+  void NodeSettled();  // streaming, or failed before that
   void NodeCallsDone();
   void NoteFailure(const std::string& description);
 
   const FleetOptions options_;
-  static constexpr int kSlots = 1000;
   const int sender_count_;
   const absl::Time wheel_start_;  // slot k is due at wheel_start_ + k × interval/kSlots
+  std::vector<std::unique_ptr<Sender>> senders_;
 
   std::atomic<int64_t> streaming_{0};
   std::atomic<int64_t> register_failures_{0};
@@ -112,21 +125,18 @@ class Fleet {
   std::atomic<int64_t> write_failures_{0};
   std::atomic<int64_t> skipped_busy_{0};
   std::atomic<int64_t> late_slots_{0};
-  std::atomic<int64_t> downlink_messages_{0};
+  std::atomic<bool> stopping_{false};
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Node>> nodes_ ABSL_GUARDED_BY(mu_);
   int64_t connecting_ ABSL_GUARDED_BY(mu_) = 0;
-  // Nodes with gRPC calls that have not finished (OnDone / register callback pending).
+  // Nodes with a gRPC operation pending.
   int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> failures_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Mutex slots_mu_;
   std::vector<std::vector<Node*>> slots_ ABSL_GUARDED_BY(slots_mu_);
-
-  absl::Notification stop_senders_;
-  std::vector<std::thread> senders_;
 };
 
 }  // namespace weft::bench

@@ -76,6 +76,8 @@ TEST_F(FleetTest, NodesRegisterStreamAndEveryBatchIsAccepted) {
   for (const weft::v1::NodeStatus& node : nodes) {
     EXPECT_EQ(node.state(), weft::v1::NODE_STATE_HEALTHY) << node.info().name();
     EXPECT_EQ(node.info().nics_size(), 8);
+    EXPECT_EQ(node.info().rack(), "rack-0000");
+    EXPECT_EQ(node.info().pod(), "pod-000");
     EXPECT_GT(node.rates().tx_gbps(), 8 * 400 * 0.3) << node.info().name();
   }
   absl::StatusOr<std::vector<controller::WindowSample>> window =
@@ -97,59 +99,37 @@ TEST_F(FleetTest, NodesRegisterStreamAndEveryBatchIsAccepted) {
   EXPECT_EQ(Metric("weft_controller_registrations_total"), 16);
 }
 
+// A newer session of a node (someone else registered it) makes the controller end the
+// old stream at its next batch; the fleet sees the write fail, collects the status and
+// counts the failure, and the other nodes carry on.
 TEST_F(FleetTest, AFencedStreamIsCountedWithItsStatus) {
   FleetOptions options = Options();
   options.node_prefix = "fenced-";
+  options.sender_threads = 2;
   Fleet fleet(options);
   ASSERT_TRUE(fleet.GrowTo(3, absl::Seconds(30)).ok());
   absl::StatusOr<weft::v1::NodeStatus> node = server_->inventory().GetNode("fenced-000001");
   ASSERT_TRUE(node.ok());
-  // The downlink works: one ControllerMessage reaches the node. (The client counts a
-  // stream once its hello is written; the controller attaches it when it has read it.)
-  ASSERT_TRUE(Eventually([&] {
-    return server_->agent_service()
-        .SendToNode("fenced-000001", weft::v1::ControllerMessage())
-        .ok();
-  }));
-  EXPECT_TRUE(Eventually([&] { return fleet.stats().downlink_messages == 1; }));
-  // Someone else registers node 1 again: a newer session in the inventory, which the
-  // open stream learns of at its next batch.
   ASSERT_TRUE(server_->inventory().Register(node->info(), node->session_epoch()).ok());
-  // The next batch of the fenced session is refused: the stream ends with ABORTED.
   ASSERT_TRUE(Eventually([&] { return fleet.stats().stream_failures == 1; }));
   EXPECT_EQ(fleet.stats().streaming, 2);
   const std::vector<std::string> failures = fleet.failure_samples();
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_TRUE(absl::StrContains(failures[0], "stream fenced-000001"));
   EXPECT_TRUE(absl::StrContains(failures[0], "superseded")) << failures[0];
-}
-
-TEST_F(FleetTest, WithoutDownlinkReadsAFencedStreamShowsAsAFailedWrite) {
-  FleetOptions options = Options();
-  options.node_prefix = "quiet-";
-  options.read_downlink = false;
-  options.sender_threads = 2;
-  Fleet fleet(options);
-  ASSERT_TRUE(fleet.GrowTo(3, absl::Seconds(30)).ok());
-  absl::StatusOr<weft::v1::NodeStatus> node = server_->inventory().GetNode("quiet-000002");
-  ASSERT_TRUE(node.ok());
-  ASSERT_TRUE(server_->inventory().Register(node->info(), node->session_epoch()).ok());
-  ASSERT_TRUE(Eventually([&] { return fleet.stats().stream_failures == 1; }));
-  EXPECT_EQ(fleet.stats().streaming, 2);
-  ASSERT_EQ(fleet.failure_samples().size(), 1u);
-  EXPECT_TRUE(absl::StrContains(fleet.failure_samples()[0], "superseded"))
-      << fleet.failure_samples()[0];
-  // The other two keep streaming.
   const int64_t sent = fleet.stats().batches_sent;
   ASSERT_TRUE(Eventually([&] { return fleet.stats().batches_sent >= sent + 6; }));
+  EXPECT_EQ(fleet.stats().stream_failures, 1);
 }
 
 TEST_F(FleetTest, AnUnreachableControllerCountsRegisterFailures) {
   FleetOptions options = Options();
   options.controller_address = "127.0.0.1:1";  // nothing listens there
+  options.register_timeout = absl::Seconds(1);
   Fleet fleet(options);
   const absl::Status grown = fleet.GrowTo(2, absl::Seconds(30));
-  // Register fails fast (connection refused, UNAVAILABLE): the nodes settle as failed.
+  // Register waits for a connection until its deadline (DEADLINE_EXCEEDED): the nodes
+  // settle as failed, and GrowTo returns.
   EXPECT_TRUE(grown.ok()) << grown;
   EXPECT_EQ(fleet.stats().register_failures, 2);
   EXPECT_EQ(fleet.stats().streaming, 0);

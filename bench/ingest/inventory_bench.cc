@@ -65,6 +65,9 @@ int Run() {
       std::cerr << node.status() << "\n";
       return 1;
     }
+    // As the fleet places them: 32 nodes per rack, 32 racks per pod.
+    (*node)->set_location(absl::StrFormat("rack-%04d", i / 32),
+                          absl::StrFormat("pod-%03d", i / 32 / 32));
     if (!inventory.Register((*node)->info(), 0).ok()) return 1;
     names.push_back((*node)->info().name());
     batches.push_back((*node)->NextBatch(clock.Now()).telemetry());

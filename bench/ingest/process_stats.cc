@@ -1,11 +1,13 @@
 #include "bench/ingest/process_stats.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -57,6 +59,43 @@ absl::StatusOr<long> ParseVmRssKib(absl::string_view status) {
     if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &kib)) return kib;
   }
   return absl::NotFoundError("no VmRSS line");
+}
+
+absl::StatusOr<double> ParseProcStatTreeCpuSeconds(absl::string_view stat,
+                                                   long ticks_per_second) {
+  const size_t close = stat.rfind(')');
+  if (close == absl::string_view::npos || ticks_per_second <= 0) {
+    return absl::InvalidArgumentError("not a /proc/<pid>/stat line (no ')' after comm)");
+  }
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(stat.substr(close + 1), ' ', absl::SkipEmpty());
+  uint64_t total = 0;
+  // utime, stime, cutime, cstime: fields 14..17, counted from 3 after the comm.
+  for (size_t field = 14; field <= 17; ++field) {
+    int64_t ticks = 0;
+    if (fields.size() <= field - 3 || !absl::SimpleAtoi(fields[field - 3], &ticks)) {
+      return absl::InvalidArgumentError("not a /proc/<pid>/stat line (times missing)");
+    }
+    total += static_cast<uint64_t>(std::max<int64_t>(0, ticks));
+  }
+  return static_cast<double>(total) / static_cast<double>(ticks_per_second);
+}
+
+double MachineCpuSeconds() {
+  const long ticks = sysconf(_SC_CLK_TCK);
+  double total = 0;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return 0;
+  while (dirent* entry = readdir(proc)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
+    absl::StatusOr<std::string> stat = ReadWholeFile(absl::StrCat("/proc/", pid, "/stat"));
+    if (!stat.ok()) continue;  // gone meanwhile
+    absl::StatusOr<double> seconds = ParseProcStatTreeCpuSeconds(*stat, ticks);
+    if (seconds.ok()) total += *seconds;
+  }
+  closedir(proc);
+  return total;
 }
 
 absl::StatusOr<double> ProcessCpuSeconds(int pid) {

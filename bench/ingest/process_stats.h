@@ -25,6 +25,17 @@ absl::StatusOr<double> ParseProcStatCpuSeconds(absl::string_view stat, long tick
 // (a zombie).
 absl::StatusOr<long> ParseVmRssKib(absl::string_view status);
 
+// utime + stime + cutime + cstime (the process and its reaped children) in seconds,
+// from the text of /proc/<pid>/stat. INVALID_ARGUMENT as above.
+absl::StatusOr<double> ParseProcStatTreeCpuSeconds(absl::string_view stat,
+                                                   long ticks_per_second);
+
+// CPU seconds of every process on the machine: the sum of ParseProcStatTreeCpuSeconds
+// over /proc/<pid>/stat, so that processes that exited (compiler runs of other builds)
+// count through the parents that reaped them. Per-process times are exact, where
+// /proc/stat's per-CPU times are sampled at ticks and miss short bursts of work.
+double MachineCpuSeconds();
+
 // The same, read from /proc/<pid>/...; NOT_FOUND when the process is gone.
 absl::StatusOr<double> ProcessCpuSeconds(int pid);
 absl::StatusOr<long> ProcessRssKib(int pid);

@@ -25,6 +25,18 @@ TEST(ProcessStatsTest, CpuSecondsRefuseWhatIsNotAStatLine) {
   EXPECT_FALSE(ParseProcStatCpuSeconds("1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14", 0).ok());
 }
 
+TEST(ProcessStatsTest, TreeCpuSecondsAddReapedChildren) {
+  const char kStat[] =
+      "4242 (make) S 1 4242 4242 0 -1 4194560 2000 0 0 0 150 50 300 100 20 0 9 0 100 "
+      "1000000 2000\n";
+  absl::StatusOr<double> seconds = ParseProcStatTreeCpuSeconds(kStat, 100);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_DOUBLE_EQ(*seconds, 6.0);
+  EXPECT_FALSE(ParseProcStatTreeCpuSeconds("1 (x) S 1 2 3", 100).ok());
+  // This process at least.
+  EXPECT_GE(MachineCpuSeconds(), ProcessCpuSeconds(getpid()).value());
+}
+
 TEST(ProcessStatsTest, RssComesFromTheVmRssLine) {
   absl::StatusOr<long> kib =
       ParseVmRssKib("Name:\tweft\nVmHWM:\t  9000 kB\nVmRSS:\t  8123 kB\nThreads:\t9\n");

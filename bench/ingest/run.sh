@@ -105,6 +105,9 @@ logic_cores=$(awk -v a="$accept_us" -v s="$sweep_ms" -v n="$inventory_nodes" \
   'BEGIN{printf "%.2f", (a * n / 1e6) + (s * 4 / 1000)}')
 elapsed=$(( $(date +%s) - started ))
 
+last_nodes=$(value LAST_STEP_NODES "$work/result.txt")
+last_us=$(value LAST_STEP_US_PER_BATCH "$work/result.txt")
+projected=$(awk -v u="${last_us:-0}" 'BEGIN{printf "%.2f", u * 12500 / 1e6}')
 if [ "$largest" -ge 12500 ]; then
   verdict="**Largest step passed: ${largest} nodes** (target 12,500 nodes, a 100,000-GPU cluster: met)."
 else
@@ -124,15 +127,21 @@ threads) on loopback, ${priority_note}. Each simulated node has its own
 channel and TCP connection, registers 8 NICs and 8 GPUs, opens a Connect stream and sends
 one TelemetryBatch of 8 NIC samples per second (1.2 KiB on the wire; counters from the
 simulated backend's model, advancing, rates_valid), send times spread evenly over the second.
-Each step adds nodes, waits ${settle_s} s (NIC windows fill towards their 60 samples) and
-measures over ${window_s} s. Due = nodes × 1/s; controller CPU is utime+stime of its
-process in cores; RSS per node is (RSS − idle RSS) / nodes. A step passes with controller
-CPU < 1 core and accepted ≥ 99% of due; when it does not, the last column says whether the
-controller fell behind (sent but not accepted, or rejected) or the generator did (not sent).
+Each step adds nodes (at most 256 connecting at once; "added in" is how long until all
+stream), waits ${settle_s} s (NIC windows fill towards their 60 samples) and measures over
+${window_s} s. Due = nodes × 1/s; controller CPU is utime+stime of its
+process in cores, and per batch accepted; RSS per node is (RSS − idle RSS) / nodes;
+machine busy is the CPU time of every process on the machine (/proc/*/stat, reaped children
+included), out of $(nproc) cores. A step passes
+with controller CPU < 1 core and accepted ≥ 99% of due; when it does not, the last column
+says whether the controller fell behind (sent but not accepted, or rejected), the generator
+did (not sent), and whether every core was busy at the time.
 
 ${table}
 
-${verdict} Idle controller RSS: $(value IDLE_RSS_MIB "$work/result.txt") MiB. Ramp ended: $(value STOPPED_BECAUSE "$work/result.txt").
+${verdict} At the last step (${last_nodes} nodes) the controller spent ${last_us} µs of CPU per
+batch; 12,500 batches a second at that cost would be ${projected} cores (a floor: the cost per
+batch grows slowly with the number of streams, see below). Idle controller RSS: $(value IDLE_RSS_MIB "$work/result.txt") MiB. Ramp ended: $(value STOPPED_BECAUSE "$work/result.txt").
 Stream failures seen: $(value FAILURES "$work/result.txt"). Generator and controller share the
 2 cores (and the other builds), so controller CPU is the number to compare across steps.
 

@@ -43,6 +43,12 @@ class SyntheticNode {
   // What Register carries.
   const weft::v1::NodeInfo& info() const { return info_; }
 
+  // Places the node in a rack and pod (NodeInfo.rack, NodeInfo.pod; empty by default).
+  void set_location(const std::string& rack, const std::string& pod) {
+    info_.set_rack(rack);
+    info_.set_pod(pod);
+  }
+
   // The batch due at `now`, as an AgentMessage ready to write. The first call returns
   // the template unchanged but re-stamped with `now`; later calls advance the counters
   // by the time since the previous call (nothing moves when `now` did not advance).
