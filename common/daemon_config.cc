@@ -58,6 +58,7 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   config.set_down_after_intervals(3);
   config.set_window_samples(60);
   config.set_event_log_capacity(10000);
+  config.set_state_dir("/var/lib/weft/controller");
   weft::v1::HealthConfig* health = config.mutable_health();
   // 2 samples in a row and 2 s from the first: a PFC storm at a 1 s interval turns
   // the node DEGRADED within 5 s (see HealthConfig in config.proto).

@@ -30,6 +30,8 @@ ABSL_FLAG(std::optional<uint32_t>, telemetry_interval_ms, std::nullopt,
           "telemetry interval told to agents (overrides telemetry_interval_ms)");
 ABSL_FLAG(std::optional<uint32_t>, down_after, std::nullopt,
           "missed intervals before a node is DOWN (overrides down_after_intervals)");
+ABSL_FLAG(std::optional<std::string>, state_dir, std::nullopt,
+          "directory of the controller's durable state (overrides state_dir)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::controller {
@@ -54,6 +56,7 @@ absl::StatusOr<weft::v1::ControllerConfig> ConfigFromFlags() {
     config->set_telemetry_interval_ms(*v);
   }
   if (auto v = absl::GetFlag(FLAGS_down_after)) config->set_down_after_intervals(*v);
+  if (auto v = absl::GetFlag(FLAGS_state_dir)) config->set_state_dir(*v);
   if (absl::Status valid = ValidateControllerConfig(*config); !valid.ok()) return valid;
   return config;
 }
