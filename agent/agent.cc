@@ -55,6 +55,12 @@ absl::Status Agent::Start() {
   absl::StatusOr<NodeInventory> inventory = backend_->Discover();
   if (!inventory.ok()) return Annotate(inventory.status(), "discovering NICs and GPUs");
   inventory_ = *std::move(inventory);
+  for (const std::string& note : inventory_.notes) WEFT_LOG(INFO) << "discovery: " << note;
+  for (const weft::v1::Nic& nic : inventory_.nics) {
+    for (const std::string& warning : nic.discovery_warnings()) {
+      WEFT_LOG(WARNING) << "discovery device=" << nic.device() << " warning=\"" << warning << "\"";
+    }
+  }
   for (const weft::v1::Nic& nic : inventory_.nics) metrics_.AddNic(nic);
   SetRegistered(false);
   WEFT_LOG(INFO) << "agent starting node=" << config_.node_name()

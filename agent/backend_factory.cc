@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/linux/ethtool_stats.h"
 #include "agent/linux/linux_backend.h"
+#include "datapath/verbs_ibv.h"
 #include "agent/lldp.h"
 #include "agent/sim_backend.h"
 
@@ -31,6 +32,9 @@ absl::StatusOr<std::unique_ptr<NicBackend>> MakeBareBackend(const weft::v1::Agen
                                    linux_config.include_netdevs().end());
     options.exclude_netdevs.assign(linux_config.exclude_netdevs().begin(),
                                    linux_config.exclude_netdevs().end());
+    auto verbs = std::make_shared<datapath::IbvVerbs>();
+    options.verbs = verbs;
+    options.verbs_no_device_reason = [verbs] { return verbs->NoDeviceReason(); };
     return std::unique_ptr<NicBackend>(std::make_unique<LinuxNicBackend>(
         std::move(options), std::make_unique<IoctlEthtoolReader>(), clock));
   }

@@ -78,6 +78,7 @@ weft::v1::NodeSnapshot MakeSnapshot(const NodeInventory& inventory,
   weft::v1::NodeSnapshot snapshot;
   for (const auto& nic : inventory.nics) *snapshot.mutable_node()->add_nics() = nic;
   for (const auto& gpu : inventory.gpus) *snapshot.mutable_node()->add_gpus() = gpu;
+  for (const auto& note : inventory.notes) snapshot.add_notes(note);
   for (const RawNicReading& reading : readings) {
     if (snapshot.telemetry().collected_at_us() == 0) {
       snapshot.mutable_telemetry()->set_collected_at_us(absl::ToUnixMicros(reading.timestamp));
@@ -92,7 +93,7 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
   std::string out = "NICs\n";
   std::vector<std::vector<std::string>> nics = {
       {"DEVICE", "PORT", "NETDEV", "PCI", "NUMA", "LINK", "STATE", "SPEED_GBPS", "MTU",
-       "ROCEV2_GIDS", "LLDP_NEIGHBOR"}};
+       "PATH_MTU", "ROCEV2_GIDS", "LLDP_NEIGHBOR", "SEEN_BY"}};
   for (const auto& nic : snapshot.node().nics()) {
     std::vector<std::string> v2;
     for (const auto& gid : nic.gids()) {
@@ -101,10 +102,12 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
     nics.push_back({nic.device(), absl::StrCat(nic.port()), nic.netdev(), nic.pci_address(),
                     absl::StrCat(nic.numa_node()), nic.link_layer(), PortStateName(nic.state()),
                     absl::StrCat(nic.speed_mbps() / 1000.0), absl::StrCat(nic.mtu()),
+                    nic.active_mtu() == 0 ? "-" : absl::StrCat(nic.active_mtu()),
                     v2.empty() ? "-" : absl::StrJoin(v2, ","),
                     nic.has_lldp_neighbor() ? absl::StrCat(nic.lldp_neighbor().chassis_name(), " ",
                                                            nic.lldp_neighbor().port_id())
-                                            : "-"});
+                                            : "-",
+                    nic.discovered_by().empty() ? "-" : nic.discovered_by()});
   }
   absl::StrAppend(&out, FormatTable(nics), "\nGPUs\n");
   if (snapshot.node().gpus().empty()) {
@@ -132,6 +135,12 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
   }
   absl::StrAppend(&out, "\nCounters (cumulative)\n", FormatTable(counters));
   std::string problems;
+  for (const auto& note : snapshot.notes()) absl::StrAppend(&problems, "note    ", note, "\n");
+  for (const auto& nic : snapshot.node().nics()) {
+    for (const auto& w : nic.discovery_warnings()) {
+      absl::StrAppend(&problems, "warning ", nic.device(), ": ", w, "\n");
+    }
+  }
   for (const NicSample& s : samples) {
     if (!s.error().empty()) absl::StrAppend(&problems, "error   ", s.device(), ": ", s.error(), "\n");
     for (const auto& w : s.warnings()) absl::StrAppend(&problems, "warning ", w, "\n");

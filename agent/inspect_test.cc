@@ -36,6 +36,13 @@ TEST_F(InspectTest, TableShowsNicsCountersAndWhyOneIsMissing) {
   // mlx5_1 lacks the congestion group: "-" and a warning saying so.
   EXPECT_THAT(out, HasSubstr("warning mlx5_1: no congestion counters in hw_counters/"));
   EXPECT_THAT(out, HasSubstr("(none found)"));  // no GPUs in this fixture
+  // The real libibverbs ran too: on a host without RDMA devices it says so and the
+  // fixture's NICs are seen through sysfs only.
+  EXPECT_THAT(out, HasSubstr("SEEN_BY"));
+  if (out.find("verbs+sysfs") == std::string::npos) {
+    EXPECT_THAT(out, HasSubstr("note    libibverbs lists no device"));
+    EXPECT_THAT(out, HasSubstr("discovery from sysfs only"));
+  }
 }
 
 TEST_F(InspectTest, JsonParsesAsANodeSnapshot) {

@@ -92,6 +92,9 @@ struct RawNicReading {
 struct NodeInventory {
   std::vector<weft::v1::Nic> nics;
   std::vector<weft::v1::Gpu> gpus;
+  // Node-level remarks of discovery, e.g. "libibverbs lists no device (...);
+  // discovery from sysfs only". Per-NIC ones are in Nic.discovery_warnings.
+  std::vector<std::string> notes;
 };
 
 class NicBackend {

@@ -274,6 +274,14 @@ absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
       inventory.nics.push_back(*std::move(nic));
     }
   }
+  if (options_.verbs != nullptr) {
+    const std::string reason =
+        options_.verbs_no_device_reason ? options_.verbs_no_device_reason() : "";
+    IfindexToName netdev_of = options_.netdev_of_ifindex;
+    if (!netdev_of) netdev_of = NetdevOfIfindex;
+    std::string note = ApplyVerbsView(*options_.verbs, reason, netdev_of, &inventory.nics);
+    if (!note.empty()) inventory.notes.push_back(std::move(note));
+  }
   inventory.gpus = DiscoverGpus(inventory.nics);
   ports_ = std::move(ports);
   discovered_ = true;

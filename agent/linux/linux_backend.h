@@ -15,12 +15,14 @@
 #ifndef WEFT_AGENT_LINUX_LINUX_BACKEND_H_
 #define WEFT_AGENT_LINUX_LINUX_BACKEND_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/linux/ethtool_stats.h"
 #include "agent/linux/sysfs.h"
+#include "agent/linux/verbs_discovery.h"
 #include "agent/nic_backend.h"
 #include "common/clock.h"
 
@@ -35,6 +37,13 @@ struct LinuxBackendOptions {
   std::vector<std::string> exclude_devices;
   std::vector<std::string> include_netdevs;
   std::vector<std::string> exclude_netdevs;
+  // libibverbs (datapath::IbvVerbs in production, FakeVerbs in tests): completes and
+  // cross-checks the sysfs discovery (agent/linux/verbs_discovery.h). Null: sysfs only.
+  std::shared_ptr<datapath::Verbs> verbs;
+  // Why `verbs` lists no device (IbvVerbs::NoDeviceReason), for the discovery note.
+  std::function<std::string()> verbs_no_device_reason;
+  // if_indextoname(3) for the GID table's netdevs; tests replace it.
+  IfindexToName netdev_of_ifindex;
 };
 
 class LinuxNicBackend : public NicBackend {
