@@ -27,6 +27,7 @@
 #include "common/daemon_config.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
+#include "common/sd_notify.h"
 #include "common/text_output.h"
 #include "prometheus/registry.h"
 
@@ -167,6 +168,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   SetMinLogLevel(*log_level);
+  // systemd Type=notify: READY once serving, the watchdog fed from now on.
+  ServiceNotifier notifier(SdNotifyEnvFromProcess());
 
   RealClock clock;
   absl::StatusOr<std::unique_ptr<NicBackend>> backend = MakeNicBackend(*config, &clock);
@@ -211,9 +214,13 @@ int Main(int argc, char** argv) {
     WEFT_LOG(ERROR) << "cannot start the agent: " << started.ToString();
     return 1;
   }
+  // Ready means this node's endpoints serve; the controller session follows on its own
+  // (with backoff), so a controller that is down does not fail the unit's start.
+  notifier.Ready("serving node=" + config->node_name());
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   WEFT_LOG(INFO) << "stopping on signal " << signal_number;
+  notifier.Stopping();
   agent.Stop();  // cancels the stream, joins the agent's threads
   // civetweb's mg_stop() waits out its one-second poll before returning, which would
   // hold the exit past a second; /metrics has nothing to flush, so the process exit

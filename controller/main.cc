@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/daemon_config.h"
 #include "common/logging.h"
+#include "common/sd_notify.h"
 #include "controller/controller_server.h"
 #include "prometheus/registry.h"
 
@@ -87,6 +88,8 @@ int Run() {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // systemd Type=notify: READY once serving, the watchdog fed from now on.
+  ServiceNotifier notifier(SdNotifyEnvFromProcess());
 
   RealClock clock;
   ControllerServer server(*config, &clock, std::make_shared<prometheus::Registry>());
@@ -102,10 +105,13 @@ int Run() {
                  << " degrade_after_ms=" << config->health().degrade_after_ms()
                  << " recover_after_ms=" << config->health().recover_after_ms()
                  << " auto_drain=" << (config->health().auto_drain().enabled() ? "on" : "off");
+  notifier.Ready(absl::StrCat("serving grpc=", server.listen_address(),
+                              " metrics=", server.metrics_address()));
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   WEFT_LOG(INFO) << "stopping signal=" << strsignal(signal_number);
+  notifier.Stopping();
   server.Stop();
   return 0;
 }
