@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "common/qos_classes.h"
 #include "common/status_macros.h"
-#include "placement/nccl_env.h"
 
 namespace weft::datapath {
 
@@ -96,7 +96,7 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateTransport(Verbs& verbs, Rendezv
   if (request.traffic_class.has_value()) {
     rc.traffic_class = *request.traffic_class;
   } else {
-    ASSIGN_OR_RETURN(placement::QosClass qos, placement::FindQosClass(request.qos_class));
+    ASSIGN_OR_RETURN(QosClass qos, FindQosClass(request.qos_class));
     rc.traffic_class = static_cast<uint8_t>(qos.traffic_class);
   }
   ASSIGN_OR_RETURN(std::unique_ptr<RcTransport> transport,

@@ -4,7 +4,7 @@
 // The choice and its reason are logged and returned, e.g.
 //   transport=tcp reason="no RDMA device found (ibv_get_device_list returned 0 devices)"
 //
-// The traffic class of the RC QPs comes from the job's QoS class (placement/nccl_env.h:
+// The traffic class of the RC QPs comes from the job's QoS class (common/qos_classes.h:
 // training -> 106, storage -> 98, control -> 66) unless given outright.
 //
 // Thread-safety: the functions are thread-safe; each rank calls CreateTransport once

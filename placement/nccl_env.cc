@@ -9,14 +9,6 @@
 namespace weft::placement {
 namespace {
 
-constexpr uint32_t kEct0 = 0b10;
-
-constexpr QosClass kQosClasses[] = {
-    {"training", 26, 26 << 2 | kEct0},
-    {"storage", 24, 24 << 2 | kEct0},
-    {"control", 16, 16 << 2 | kEct0},
-};
-
 void AddEnv(weft::v1::NodeEnv* env, absl::string_view name, absl::string_view value) {
   weft::v1::EnvVar* var = env->add_env();
   var->set_name(std::string(name));
@@ -24,19 +16,6 @@ void AddEnv(weft::v1::NodeEnv* env, absl::string_view name, absl::string_view va
 }
 
 }  // namespace
-
-absl::Span<const QosClass> QosClasses() { return kQosClasses; }
-
-absl::StatusOr<QosClass> FindQosClass(absl::string_view name) {
-  if (name.empty()) return kQosClasses[0];
-  for (const QosClass& c : kQosClasses) {
-    if (c.name == name) return c;
-  }
-  std::vector<absl::string_view> names;
-  for (const QosClass& c : kQosClasses) names.push_back(c.name);
-  return absl::InvalidArgumentError(absl::StrCat("unknown qos_class '", name,
-                                                 "'; accepted: ", absl::StrJoin(names, ", ")));
-}
 
 weft::v1::NodeEnv BuildNodeEnv(const TopoNode& node, const NodeHardware& hardware,
                                absl::Span<const int> nic_indices, uint32_t traffic_class) {

@@ -1,17 +1,7 @@
-// NCCL environment for a placed job: the QoS classes a job may ask for (and the RoCE
-// traffic class each maps to), and the per-node variables NCCL reads to pick its NICs,
-// GID and traffic class. Used by the engine when it answers a placement.
-//
-// QoS classes (DSCP in the IP header; NCCL_IB_TC is the whole ToS byte, DSCP << 2 with
-// ECN bits 10 = ECT(0) so switches may mark instead of drop):
-//   training  DSCP 26 -> NCCL_IB_TC 106. The common RoCE recipe: trust DSCP, DSCP 26 on
-//             priority 3, PFC on priority 3 only (lossless), ECN/DCQCN on.
-//   storage   DSCP 24 (CS3) -> NCCL_IB_TC 98. The default DSCP-to-priority map
-//             (DSCP >> 3) also puts it on lossless priority 3, but its own DSCP lets the
-//             switches count, mark and shape storage apart from collectives.
-//   control   DSCP 16 (CS2) -> NCCL_IB_TC 66. Priority 2, lossy and ECN-capable: small
-//             latency-sensitive traffic that must never wait behind PFC pauses.
-// CNPs keep DSCP 48 (priority 6) and are not a class a job can ask for.
+// NCCL environment for a placed job: the per-node variables NCCL reads to pick its
+// NICs, GID and traffic class. Used by the engine when it answers a placement. The QoS
+// classes a job may ask for (and the traffic class each maps to) live in
+// common/qos_classes.h; they are re-exported here under their old names.
 //
 // Pure functions; thread-safe.
 #ifndef WEFT_PLACEMENT_NCCL_ENV_H_
@@ -24,24 +14,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/qos_classes.h"
 #include "placement/topology.h"
 #include "proto/weft/v1/placement.pb.h"
 
 namespace weft::placement {
 
-struct QosClass {
-  absl::string_view name;
-  uint32_t dscp;
-  uint32_t traffic_class;  // NCCL_IB_TC: dscp << 2 | ECT(0)
-};
-
-// The accepted classes, in the order error messages list them.
-absl::Span<const QosClass> QosClasses();
-
-// The class named `name` ("" means "training"). INVALID_ARGUMENT naming the accepted
-// classes when unknown, e.g.
-//   unknown qos_class 'bulk'; accepted: training, storage, control
-absl::StatusOr<QosClass> FindQosClass(absl::string_view name);
+using QosClass = weft::QosClass;
+using weft::FindQosClass;
+using weft::QosClasses;
 
 // The environment of `node` (with GPUs and NICs `hardware`) when its ranks use the NICs
 // `nic_indices` (indices into hardware.nics, ascending, no repeats):
