@@ -1,6 +1,7 @@
 #include "agent/linux/sysfs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,6 +60,27 @@ absl::StatusOr<std::string> Sysfs::ReadString(absl::string_view path) const {
   absl::string_view text(buf, static_cast<size_t>(n));
   absl::ConsumeSuffix(&text, "\n");
   return std::string(text);
+}
+
+absl::Status Sysfs::WriteString(absl::string_view path, absl::string_view value) const {
+  const std::string full = Path(path);
+  const int fd = open(full.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", full);
+  const std::string line = absl::StrCat(value, "\n");
+  const ssize_t n = write(fd, line.data(), line.size());
+  const int err = errno;
+  close(fd);
+  if (n < 0) return ErrnoStatus(err, absl::StrCat("write '", value, "' to"), full);
+  if (static_cast<size_t>(n) != line.size()) {
+    return absl::UnavailableError(absl::StrCat("write '", value, "' to ", full, ": short write"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Sysfs::MakeDir(absl::string_view path) const {
+  const std::string full = Path(path);
+  if (mkdir(full.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus(errno, "mkdir", full);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> ParseU64(absl::string_view text) {

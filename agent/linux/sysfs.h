@@ -38,6 +38,14 @@ class Sysfs {
   // The path, relative to root, with every symlink resolved (for PCI tree distance).
   absl::StatusOr<std::string> Resolve(absl::string_view path) const;
   bool Exists(absl::string_view path) const;
+  // Writes `value` plus a newline in one write(2), as `echo value > path` does (the
+  // kernel parses the whole value of a sysfs/debugfs/configfs attribute per write; the
+  // file is truncated so a fixture tree's plain file reads back the new value). Errors
+  // as ReadString; the kernel's refusal of a value (EINVAL, ERANGE) is
+  // FAILED_PRECONDITION / UNAVAILABLE with strerror.
+  absl::Status WriteString(absl::string_view path, absl::string_view value) const;
+  // mkdir(2) of one directory (a configfs group); OK when it already exists.
+  absl::Status MakeDir(absl::string_view path) const;
 
  private:
   std::string root_;

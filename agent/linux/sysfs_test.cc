@@ -76,5 +76,20 @@ TEST_F(SysfsFixtureTest, ErrorsNameThePathAndKind) {
   EXPECT_EQ(sysfs.List("sys/class/nothing").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(SysfsFixtureTest, WritesReplaceTheValueAndFailuresNameThePath) {
+  Sysfs sysfs(root_);
+  const std::string mtu = "sys/class/net/ens1f0np0/mtu";
+  ASSERT_TRUE(sysfs.WriteString(mtu, "9000").ok());
+  EXPECT_EQ(*sysfs.ReadString(mtu), "9000");
+  ASSERT_TRUE(sysfs.WriteString(mtu, "42").ok());  // shorter: the old tail is gone
+  EXPECT_EQ(*sysfs.ReadU64(mtu), 42u);
+  absl::Status missing = sysfs.WriteString("sys/class/net/ens1f0np0/nothing/x", "1");
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.message(), HasSubstr(root_ + "/sys/class/net/ens1f0np0/nothing/x"));
+  ASSERT_TRUE(sysfs.MakeDir("sys/kernel").ok());
+  ASSERT_TRUE(sysfs.MakeDir("sys/kernel").ok());  // already there: fine
+  EXPECT_TRUE(sysfs.Exists("sys/kernel"));
+}
+
 }  // namespace
 }  // namespace weft
