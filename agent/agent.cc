@@ -145,6 +145,7 @@ weft::v1::NodeInfo Agent::NodeInfo() const {
   node.set_rack(config_.rack());
   node.set_pod(config_.pod());
   node.set_agent_version(kAgentVersion);
+  if (config_.metrics_address() != "off") node.set_metrics_address(config_.metrics_address());
   for (const weft::v1::Nic& nic : inventory_.nics) *node.add_nics() = nic;
   for (const weft::v1::Gpu& gpu : inventory_.gpus) *node.add_gpus() = gpu;
   return node;

@@ -28,6 +28,7 @@
 #include "common/logging.h"
 #include "common/metrics_server.h"
 #include "common/sd_notify.h"
+#include "common/sd_notify.h"
 #include "common/text_output.h"
 #include "prometheus/registry.h"
 
@@ -189,6 +190,8 @@ int Main(int argc, char** argv) {
     }
     metrics_server = *std::move(started);
     WEFT_LOG(INFO) << "serving /metrics address=" << metrics_server->address();
+    // Registration advertises the bound address (a configured port 0 resolved).
+    config->set_metrics_address(metrics_server->address());
   }
   std::unique_ptr<HealthServer> health_server;
   if (Enabled(config->health_address())) {
@@ -214,6 +217,9 @@ int Main(int argc, char** argv) {
     WEFT_LOG(ERROR) << "cannot start the agent: " << started.ToString();
     return 1;
   }
+  // Ready means this node's endpoints serve; the controller session follows on its own
+  // (with backoff), so a controller that is down does not fail the unit's start.
+  notifier.Ready("serving node=" + config->node_name());
   // Ready means this node's endpoints serve; the controller session follows on its own
   // (with backoff), so a controller that is down does not fail the unit's start.
   notifier.Ready("serving node=" + config->node_name());

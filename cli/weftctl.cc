@@ -23,6 +23,9 @@
 //     topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]
 //                                   LLDP cabling against the design (cli/topology_check.h);
 //                                   exit 1 when there are findings
+//     prometheus targets [--out FILE]
+//                                   the agents' /metrics as a Prometheus file_sd file
+//                                   (cli/prometheus_command.h)
 // Flags may be written with dashes or underscores (--gpus-per-node, --gpus_per_node).
 //
 // Exit status: 0 on success, 1 when the controller (or the offline engine) refuses or
@@ -43,6 +46,7 @@
 #include "cli/flag_spelling.h"
 #include "cli/node_format.h"
 #include "cli/place_command.h"
+#include "cli/prometheus_command.h"
 #include "cli/topology_check.h"
 #include "cli/topology_export.h"
 #include "common/text_output.h"
@@ -60,6 +64,8 @@ ABSL_FLAG(std::string, since, "",
           "events: only events since a duration ago (10m, 1h30m) or an RFC 3339 time");
 ABSL_FLAG(int, limit, 0, "events: at most this many (the newest); 0 for all");
 ABSL_FLAG(std::string, pod, "", "racks: only racks of this pod");
+ABSL_FLAG(std::string, out, "",
+          "prometheus targets: file to replace atomically (default: stdout)");
 ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller, milliseconds");
 ABSL_FLAG(std::string, job, "",
           "place: the job id (keys the reservation); release, renew: the job whose "
@@ -122,7 +128,9 @@ constexpr char kUsage[] =
     "  topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]\n"
     "                              the rack and pod tiers for Slurm, Kubernetes or tools\n"
     "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
-    "                              LLDP cabling against the design; exit 1 on findings";
+    "                              LLDP cabling against the design; exit 1 on findings\n"
+    "  prometheus targets [--out FILE]\n"
+    "                              the agents' /metrics as a Prometheus file_sd file";
 
 int Usage(const std::string& problem) {
   std::cerr << "weftctl: " << problem << "\n\nusage: " << kUsage << "\n";
@@ -220,6 +228,10 @@ class Weftctl {
             "topology check --topology DESIGN.yaml");
       }
       return ExportTopology();
+    }
+    if (command == "prometheus") {
+      return RunPrometheusCommand(args, *stub_, absl::GetFlag(FLAGS_timeout_ms),
+                                  absl::GetFlag(FLAGS_out), std::cout, std::cerr);
     }
     if (command == "node" || command == "drain" || command == "undrain") {
       if (args.size() != 2) return Usage(absl::StrCat("'", command, "' needs one node name"));

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   lldpd prometheus-node-exporter slurmctld slurmd slurm-client
   libgloo-dev libopenmpi-dev openmpi-bin
+  systemd prometheus dpkg-dev fakeroot lintian
 )
 
 missing=()
