@@ -28,7 +28,6 @@
 #include "common/logging.h"
 #include "common/metrics_server.h"
 #include "common/sd_notify.h"
-#include "common/sd_notify.h"
 #include "common/text_output.h"
 #include "prometheus/registry.h"
 
@@ -217,9 +216,6 @@ int Main(int argc, char** argv) {
     WEFT_LOG(ERROR) << "cannot start the agent: " << started.ToString();
     return 1;
   }
-  // Ready means this node's endpoints serve; the controller session follows on its own
-  // (with backoff), so a controller that is down does not fail the unit's start.
-  notifier.Ready("serving node=" + config->node_name());
   // Ready means this node's endpoints serve; the controller session follows on its own
   // (with backoff), so a controller that is down does not fail the unit's start.
   notifier.Ready("serving node=" + config->node_name());
