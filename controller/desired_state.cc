@@ -91,9 +91,10 @@ absl::Status DesiredStateManager::SetDesired(weft::v1::DesiredState state) {
   return absl::OkStatus();
 }
 
-void DesiredStateManager::Restore(weft::v1::DesiredState state, uint64_t last_good_version) {
+bool DesiredStateManager::Adopt(weft::v1::DesiredState state, uint64_t last_good_version) {
   const std::string node = state.node_name();
   absl::MutexLock lock(&mu_);
+  if (nodes_.find(node) != nodes_.end()) return false;
   if (state.version() > newest_version_) {
     newest_version_ = state.version();
     metrics_->SetDesiredVersion(newest_version_);
@@ -102,13 +103,16 @@ void DesiredStateManager::Restore(weft::v1::DesiredState state, uint64_t last_go
   entry.sync.desired = std::move(state);
   entry.sync.last_good_version = last_good_version;
   entry.sync.desired_since = clock_->Now();
-  auto it = nodes_.find(node);
-  if (it != nodes_.end()) {
-    SetStatusLocked(it->second, SyncStatus::kPending);
-    it->second.sync = entry.sync;
-    return;
+  auto reported = unadopted_applied_.find(node);
+  if (reported != unadopted_applied_.end()) {
+    entry.sync.applied_version = reported->second;
+    unadopted_applied_.erase(reported);
   }
+  const bool applied = entry.sync.applied_version == entry.sync.desired.version();
+  entry.sync.status = applied ? SyncStatus::kInSync : SyncStatus::kPending;
   AddLocked(node, std::move(entry));
+  if (!applied) SendLocked(node, nodes_.find(node)->second);
+  return true;
 }
 
 void DesiredStateManager::MarkGood(const std::string& node, uint64_t version) {
@@ -120,7 +124,10 @@ void DesiredStateManager::MarkGood(const std::string& node, uint64_t version) {
 void DesiredStateManager::OnStreamAttached(const std::string& node, uint64_t applied_version) {
   absl::MutexLock lock(&mu_);
   auto it = nodes_.find(node);
-  if (it == nodes_.end()) return;
+  if (it == nodes_.end()) {
+    unadopted_applied_[node] = applied_version;
+    return;
+  }
   Entry& entry = it->second;
   entry.sync.applied_version = applied_version;
   if (applied_version == entry.sync.desired.version()) {
@@ -164,7 +171,10 @@ void DesiredStateManager::OnTunablesStatus(const std::string& node,
                                            const weft::v1::TunablesStatus& status) {
   absl::MutexLock lock(&mu_);
   auto it = nodes_.find(node);
-  if (it == nodes_.end()) return;
+  if (it == nodes_.end()) {
+    unadopted_applied_[node] = status.applied_version();
+    return;
+  }
   Entry& entry = it->second;
   entry.sync.applied_version = status.applied_version();
   const bool drift = !status.drift().empty();
@@ -200,6 +210,13 @@ void DesiredStateManager::OnTunablesStatus(const std::string& node,
     entry.drift_resent_at = now;
     SendLocked(node, entry);
   }
+}
+
+std::optional<uint64_t> DesiredStateManager::UnadoptedApplied(const std::string& node) const {
+  absl::MutexLock lock(&mu_);
+  auto it = unadopted_applied_.find(node);
+  if (it == unadopted_applied_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::optional<NodeSync> DesiredStateManager::Get(const std::string& node) const {

@@ -77,9 +77,12 @@ class DesiredStateManager : public DesiredStateListener {
   // already has desired again is a re-send.
   absl::Status SetDesired(weft::v1::DesiredState state);
 
-  // Restores a node's record after a controller restart: desired state (not sent until
-  // the agent connects) and last good version.
-  void Restore(weft::v1::DesiredState state, uint64_t last_good_version);
+  // Takes on a node the manager has no record of (a node that registered after the
+  // last rollout, or any node after a controller restart): `state` becomes its desired
+  // state with `last_good_version`. If its agent already reported `state`'s version
+  // applied, the node is in sync and nothing is sent; otherwise it is sent (or waits
+  // for the stream). A node the manager already has is left alone: returns false.
+  bool Adopt(weft::v1::DesiredState state, uint64_t last_good_version);
 
   // Records `version` as the node's last good one (a rollout completed).
   void MarkGood(const std::string& node, uint64_t version);
@@ -90,6 +93,9 @@ class DesiredStateManager : public DesiredStateListener {
                          const weft::v1::DesiredStateAck& ack) override;
   void OnTunablesStatus(const std::string& node,
                         const weft::v1::TunablesStatus& status) override;
+
+  // The version the agent of a node without a record last reported applied.
+  std::optional<uint64_t> UnadoptedApplied(const std::string& node) const;
 
   std::optional<NodeSync> Get(const std::string& node) const;
   // Every node with a desired state, by name.
@@ -118,6 +124,8 @@ class DesiredStateManager : public DesiredStateListener {
   mutable absl::Mutex mu_;
   Sender sender_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Entry, std::less<>> nodes_ ABSL_GUARDED_BY(mu_);
+  // What agents of nodes without a record reported applied, for Adopt.
+  std::map<std::string, uint64_t, std::less<>> unadopted_applied_ ABSL_GUARDED_BY(mu_);
   int64_t counts_[kSyncStatusCount] ABSL_GUARDED_BY(mu_) = {};
   int64_t drift_nodes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t newest_version_ ABSL_GUARDED_BY(mu_) = 0;

@@ -165,16 +165,32 @@ TEST_F(DesiredStateTest, DriftResendsAtMostOncePerInterval) {
   EXPECT_EQ(Nodes("drifted"), 0);
 }
 
-TEST_F(DesiredStateTest, LastGoodAndRestore) {
+TEST_F(DesiredStateTest, LastGoodAndAdopt) {
   streams_.connected.insert("n1");
   ASSERT_TRUE(manager_.SetDesired(State("n1", 2)).ok());
   manager_.MarkGood("n1", 2);
   EXPECT_EQ(manager_.Get("n1")->last_good_version, 2u);
-  manager_.Restore(State("n2", 7), 6);
-  EXPECT_EQ(manager_.Get("n2")->desired.version(), 7u);
-  EXPECT_EQ(manager_.Get("n2")->last_good_version, 6u);
+  // A known node is not adopted.
+  EXPECT_FALSE(manager_.Adopt(State("n1", 9), 9));
+  EXPECT_EQ(manager_.Get("n1")->desired.version(), 2u);
+
+  // After a controller restart: n2's agent already has version 7, n3's has 5.
+  streams_.connected.insert("n2");
+  streams_.connected.insert("n3");
+  manager_.OnStreamAttached("n2", 7);
+  manager_.OnStreamAttached("n3", 5);
+  const size_t sent_before = streams_.sent.size();
+  EXPECT_TRUE(manager_.Adopt(State("n2", 7), 7));
+  EXPECT_EQ(manager_.Get("n2")->status, SyncStatus::kInSync);
+  EXPECT_EQ(streams_.sent.size(), sent_before);
+  EXPECT_TRUE(manager_.Adopt(State("n3", 7), 5));
+  EXPECT_EQ(manager_.Get("n3")->status, SyncStatus::kPending);
+  ASSERT_EQ(streams_.sent.size(), sent_before + 1);
+  EXPECT_EQ(streams_.sent.back().first, "n3");
+  EXPECT_EQ(manager_.Get("n3")->last_good_version, 5u);
   EXPECT_EQ(manager_.newest_version(), 7u);
-  EXPECT_EQ(Nodes("pending"), 2);  // n1 never answered
+  EXPECT_EQ(Nodes("pending"), 2);  // n1 never answered, n3 just sent
+  EXPECT_EQ(Nodes("in_sync"), 1);
 }
 
 TEST_F(DesiredStateTest, RefusesAStateWithoutNodeOrVersion) {

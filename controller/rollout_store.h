@@ -1,0 +1,65 @@
+// RolloutStore: where the controller keeps every rollout record (weft.v1.Rollout) so a
+// restarted controller resumes the active one and remembers the last good policy.
+// RolloutManager saves a record after every step that changed it.
+//
+// FileRolloutStore keeps one binary proto per rollout, <dir>/<id>.pb, replaced
+// atomically (written to <id>.pb.tmp, fsync'ed, renamed over, the directory fsync'ed),
+// so a crash leaves either the old record or the new one, never half of one. (The
+// durable-state work may move this onto the controller's SQLite store; the interface
+// stays.)
+//
+// Thread-safety: implementations are thread-compatible; RolloutManager serializes
+// calls under its mutex.
+#ifndef WEFT_CONTROLLER_ROLLOUT_STORE_H_
+#define WEFT_CONTROLLER_ROLLOUT_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/weft/v1/rollout.pb.h"
+
+namespace weft::controller {
+
+// What LoadAll found: the readable records (any order) and, for each file that could
+// not be read or parsed, its path and why.
+struct StoredRollouts {
+  std::vector<weft::v1::Rollout> rollouts;
+  std::vector<std::string> unreadable;
+};
+
+class RolloutStore {
+ public:
+  virtual ~RolloutStore() = default;
+  // Creates or replaces the record of rollout.id(). On error the previous record is
+  // intact; the status names the path and the system error.
+  virtual absl::Status Save(const weft::v1::Rollout& rollout) = 0;
+  virtual absl::StatusOr<StoredRollouts> LoadAll() = 0;
+  // Moves an unreadable record (a path LoadAll reported) aside so it is not read again.
+  virtual absl::Status Quarantine(const std::string& path) = 0;
+};
+
+class FileRolloutStore final : public RolloutStore {
+ public:
+  // Creates `dir` (and its parents) when missing. INTERNAL naming the path when it
+  // cannot.
+  static absl::StatusOr<std::unique_ptr<FileRolloutStore>> Open(std::string dir);
+
+  absl::Status Save(const weft::v1::Rollout& rollout) override;
+  absl::StatusOr<StoredRollouts> LoadAll() override;
+  // Renames it to <path>.unreadable.
+  absl::Status Quarantine(const std::string& path) override;
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  explicit FileRolloutStore(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+}  // namespace weft::controller
+
+#endif  // WEFT_CONTROLLER_ROLLOUT_STORE_H_
