@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -152,7 +153,7 @@ absl::StatusOr<std::vector<Attr>> ReplyAttrs(absl::string_view reply, uint32_t s
 }  // namespace
 
 absl::Status DcbErrnoStatus(int error, absl::string_view what) {
-  const int err = error < 0 ? -error : error;
+  const int err = error < 0 && error != INT_MIN ? -error : error;  // -INT_MIN overflows
   std::string message = absl::StrCat(what, ": ", std::strerror(err));
   switch (err) {
     case EOPNOTSUPP:
