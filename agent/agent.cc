@@ -9,6 +9,8 @@
 #include "absl/time/clock.h"
 #include "agent/counter_math.h"
 #include "agent/stable_hash.h"
+#include "agent/tunables/applier.h"
+#include "common/tunable_ranges.h"
 #include "common/logging.h"
 
 namespace weft::agent {
@@ -52,7 +54,11 @@ absl::Status Agent::Start() {
     if (started_) return absl::FailedPreconditionError("agent already started");
     started_ = true;
   }
-  absl::StatusOr<NodeInventory> inventory = backend_->Discover();
+  absl::StatusOr<NodeInventory> inventory;
+  {
+    absl::MutexLock lock(&backend_mu_);
+    inventory = backend_->Discover();
+  }
   if (!inventory.ok()) return Annotate(inventory.status(), "discovering NICs and GPUs");
   inventory_ = *std::move(inventory);
   for (const std::string& note : inventory_.notes) WEFT_LOG(INFO) << "discovery: " << note;
@@ -154,7 +160,11 @@ weft::v1::NodeInfo Agent::NodeInfo() const {
 absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
   if (rediscover) {
     // Send the state as it is now: a port may have gone down since the last session.
-    absl::StatusOr<NodeInventory> inventory = backend_->Discover();
+    absl::StatusOr<NodeInventory> inventory;
+    {
+      absl::MutexLock lock(&backend_mu_);
+      inventory = backend_->Discover();
+    }
     if (inventory.ok()) {
       inventory_ = *std::move(inventory);
     } else {
@@ -183,6 +193,7 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
   weft::v1::StreamHello hello;
   hello.set_node_name(config_.node_name());
   hello.set_session_epoch(epoch);
+  hello.set_applied_version(applied_version());
   absl::StatusOr<std::unique_ptr<ControllerStream>> connected = client_->Connect(hello);
   if (!connected.ok()) return Annotate(connected.status(), "connect");
   std::unique_ptr<ControllerStream> stream = *std::move(connected);
@@ -250,20 +261,66 @@ void Agent::ReadDownlink(ControllerStream* stream, absl::Status* final_status) {
 }
 
 void Agent::HandleDesiredState(const weft::v1::DesiredState& state, ControllerStream* stream) {
-  WEFT_LOG(WARNING) << "desired state received node=" << config_.node_name()
-                    << " version=" << state.version() << " nonce=" << state.nonce() << ": NACK, "
-                    << kDesiredStateNotSupported;
+  const bool dry_run = config_.tunables_dry_run();
+  ApplyOutcome outcome;
+  {
+    absl::MutexLock lock(&backend_mu_);
+    outcome = ApplyDesiredState(state, backend_->Tunables(), dry_run);
+  }
+  for (const ParameterChange& change : outcome.changes) {
+    WEFT_LOG(INFO) << (dry_run ? "dry run, would change " : "changed ") << FormatChange(change)
+                   << " version=" << state.version();
+  }
+  uint64_t applied_version = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (outcome.accepted) applied_ = state;
+    applied_version = applied_.version();
+  }
+  metrics_.DesiredStateAnswered(outcome.accepted, applied_version);
+  if (outcome.accepted) {
+    WEFT_LOG(INFO) << "desired state applied node=" << config_.node_name()
+                   << " version=" << state.version() << " nonce=" << state.nonce()
+                   << " changes=" << outcome.changes.size() << ": ACK";
+  } else {
+    WEFT_LOG(WARNING) << "desired state refused node=" << config_.node_name()
+                      << " version=" << state.version() << " nonce=" << state.nonce()
+                      << " errors=" << outcome.errors.size() << ": NACK, first: "
+                      << (outcome.errors.empty() ? "" : FormatParameterError(outcome.errors[0]));
+  }
   weft::v1::AgentMessage reply;
   weft::v1::DesiredStateAck* ack = reply.mutable_desired_state_ack();
   ack->set_version(state.version());
   ack->set_nonce(state.nonce());
-  ack->set_accepted(false);
-  weft::v1::ParameterError* error = ack->add_errors();
-  error->set_parameter("desired_state");
-  error->set_value(absl::StrCat("version ", state.version()));
-  error->set_reason(kDesiredStateNotSupported);
+  ack->set_accepted(outcome.accepted);
+  for (weft::v1::ParameterValue& value : outcome.read_back) *ack->add_read_back() = std::move(value);
+  for (weft::v1::ParameterError& error : outcome.errors) *ack->add_errors() = std::move(error);
   // A refused write means the stream is ending; the loop notices through Read().
   stream->Write(reply).IgnoreError();
+}
+
+uint64_t Agent::applied_version() const {
+  absl::MutexLock lock(&mu_);
+  return applied_.version();
+}
+
+weft::v1::TunablesStatus Agent::CheckTunables() {
+  weft::v1::TunablesStatus status;
+  weft::v1::DesiredState applied;
+  {
+    absl::MutexLock lock(&mu_);
+    applied = applied_;
+  }
+  status.set_applied_version(applied.version());
+  if (applied.version() == 0) return status;
+  std::vector<weft::v1::TunableDrift> drift;
+  {
+    absl::MutexLock lock(&backend_mu_);
+    drift = CheckDrift(applied, backend_->Tunables());
+  }
+  metrics_.SetTunablesDrift(drift.size());
+  for (weft::v1::TunableDrift& entry : drift) *status.add_drift() = std::move(entry);
+  return status;
 }
 
 void Agent::NoteNicError(const std::string& device, const std::string& error) {
@@ -284,8 +341,13 @@ weft::v1::TelemetryBatch Agent::Collect() {
   batch.set_collected_at_us(absl::ToUnixMicros(clock_->Now()));
   // Real elapsed time (not the injected clock): this is a cost measurement.
   const absl::Time started = absl::Now();
-  absl::StatusOr<std::vector<RawNicReading>> readings = backend_->ReadCounters();
+  absl::StatusOr<std::vector<RawNicReading>> readings;
+  {
+    absl::MutexLock lock(&backend_mu_);
+    readings = backend_->ReadCounters();
+  }
   metrics_.ObserveCollection(absl::Now() - started);
+  *batch.mutable_tunables() = CheckTunables();
   if (!readings.ok()) {
     // Still one sample per NIC, each saying why it is empty.
     const std::string error = readings.status().ToString();

@@ -1,8 +1,16 @@
 // Agent: the main loop of weft-agent. It discovers the node through a NicBackend,
 // registers with the controller, keeps one Connect stream open and sends one
 // TelemetryBatch (every NIC of the node) per interval, with rates computed by
-// agent/counter_math.h. Desired state pushed down the stream is answered with a NACK
-// (this version cannot apply it yet).
+// agent/counter_math.h.
+//
+// Desired QoS / DCQCN state pushed down the stream is applied to the backend's NIC
+// tunables as one transaction (agent/tunables/applier.h) and answered with an ACK
+// (version, nonce, values read back) or a NACK (each failed NIC / parameter, nothing
+// left changed). The last ACKed state is remembered: every telemetry batch reports its
+// version and the parameters that drifted from it (TelemetryBatch.tunables), and each
+// StreamHello carries the version so a controller knows whether to re-send. With
+// config.tunables_dry_run nothing is written: a state is ACKed only when the NICs
+// already have it, and NACKed otherwise with "dry run: would change ..." per parameter.
 //
 // Session life cycle (proto/weft/v1/agent.proto):
 //   Register(NodeInfo, last_session_epoch = highest epoch granted so far, 0 at start)
@@ -55,10 +63,6 @@ namespace weft::agent {
 
 inline constexpr char kAgentVersion[] = "0.1.0";
 
-// The reason every DesiredState is NACKed with, for now.
-inline constexpr char kDesiredStateNotSupported[] =
-    "applying desired state is not supported by this agent version yet";
-
 class Agent {
  public:
   // `config` should have passed ValidateAgentConfig. Every pointer must outlive the
@@ -81,6 +85,8 @@ class Agent {
   bool registered() const;
   // The highest session epoch the controller has granted (0 before the first).
   uint64_t highest_epoch() const;
+  // The version of the last desired state ACKed (0: none since start).
+  uint64_t applied_version() const;
 
  private:
   using NicKey = std::pair<std::string, uint32_t>;  // device, port
@@ -101,6 +107,8 @@ class Agent {
   // of the current stream. True when it returned because of Stop() or the stream end.
   bool WaitUntil(absl::Time deadline, bool session_end) ABSL_LOCKS_EXCLUDED(mu_);
   bool stop_requested() const ABSL_LOCKS_EXCLUDED(mu_);
+  // TelemetryBatch.tunables: the applied version and what drifted from it.
+  weft::v1::TunablesStatus CheckTunables() ABSL_LOCKS_EXCLUDED(mu_, backend_mu_);
 
   const weft::v1::AgentConfig config_;
   NicBackend* const backend_;
@@ -117,12 +125,18 @@ class Agent {
   std::map<NicKey, RawNicReading> last_good_;      // the previous reading without error
   std::map<std::string, std::string> nic_errors_;  // device -> last error logged
 
+  // The backend is thread-compatible: the loop thread reads counters and checks drift,
+  // the downlink reader applies desired state; this serializes them.
+  absl::Mutex backend_mu_;
+
   mutable absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;
   bool registered_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t highest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // The last desired state ACKed; version 0 until one is.
+  weft::v1::DesiredState applied_ ABSL_GUARDED_BY(mu_);
   std::thread loop_thread_;
 };
 

@@ -23,7 +23,7 @@ absl::StatusOr<weft::v1::SimFault> ParseSimFault(absl::string_view name) {
   return absl::InvalidArgumentError(
       absl::StrCat("flag --fault: value '", name,
                    "' is not a simulated fault; accepted: pfc_storm, link_down, "
-                   "retransmits, dead (comma-separated or repeated), or none"));
+                   "retransmits, dead, reject_tunables (comma-separated or repeated), or none"));
 }
 
 absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentConfig* config) {
@@ -37,6 +37,7 @@ absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentCon
   if (flags.backend) config->set_backend(*flags.backend);
   if (flags.root) config->mutable_linux()->set_root(*flags.root);
   if (flags.lldp) config->set_lldp(*flags.lldp);
+  if (flags.tunables_dry_run) config->set_tunables_dry_run(*flags.tunables_dry_run);
   weft::v1::SimulatedBackendConfig* sim = config->mutable_simulated();
   if (flags.nics) sim->set_nics(*flags.nics);
   if (flags.gpus) sim->set_gpus(*flags.gpus);

@@ -12,6 +12,7 @@
 //   --fault NAME[,NAME...]                simulated faults (repeatable; replaces the
 //                                         file's list; "none" clears it)
 //   --fault_delay_ms N                    simulated faults start N ms after agent start
+//   --dry-run                             desired QoS/DCQCN state: compare, never write
 //
 // Pure functions: thread-safe.
 #ifndef WEFT_AGENT_AGENT_FLAGS_H_
@@ -46,9 +47,10 @@ struct AgentFlagOverrides {
   std::optional<double> traffic_level;
   std::optional<std::string> faults;  // comma-separated names
   std::optional<uint32_t> fault_delay_ms;
+  std::optional<bool> tunables_dry_run;
 };
 
-// "pfc_storm", "link_down", "retransmits", "dead" (case-insensitive, with or without
+// "pfc_storm", "link_down", "retransmits", "dead", "reject_tunables" (case-insensitive, with or without
 // the SIM_FAULT_ prefix). INVALID_ARGUMENT names the value and what is accepted.
 absl::StatusOr<weft::v1::SimFault> ParseSimFault(absl::string_view name);
 

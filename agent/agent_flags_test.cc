@@ -45,6 +45,7 @@ TEST(ApplyAgentFlagsTest, SetFlagsOverrideTheFileAndUnsetOnesLeaveIt) {
   flags.traffic_level = 0.9;
   flags.faults = "pfc_storm, retransmits";
   flags.fault_delay_ms = 8000;
+  flags.tunables_dry_run = true;
   ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
 
   EXPECT_EQ(config.node_name(), "gpu-17");
@@ -60,6 +61,16 @@ TEST(ApplyAgentFlagsTest, SetFlagsOverrideTheFileAndUnsetOnesLeaveIt) {
   EXPECT_EQ(config.simulated().faults(0), weft::v1::SIM_FAULT_PFC_STORM);
   EXPECT_EQ(config.simulated().faults(1), weft::v1::SIM_FAULT_RETRANSMITS);
   EXPECT_EQ(config.simulated().fault_delay_ms(), 8000u);
+  EXPECT_TRUE(config.tunables_dry_run());
+}
+
+TEST(ApplyAgentFlagsTest, RejectTunablesIsASimulatedFault) {
+  weft::v1::AgentConfig config;
+  AgentFlagOverrides flags;
+  flags.faults = "reject_tunables";
+  ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
+  ASSERT_EQ(config.simulated().faults_size(), 1);
+  EXPECT_EQ(config.simulated().faults(0), weft::v1::SIM_FAULT_REJECT_TUNABLES);
 }
 
 TEST(ApplyAgentFlagsTest, FaultNoneClearsTheFilesFaults) {

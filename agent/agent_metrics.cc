@@ -82,6 +82,22 @@ AgentMetrics::AgentMetrics(prometheus::Registry& registry, std::string node_name
                       .Help("1 while registered with the controller and streaming, else 0.")
                       .Register(registry)
                       .Add({})),
+      tunables_applied_version_(
+          prometheus::BuildGauge()
+              .Name("weft_agent_tunables_applied_version")
+              .Help("Version of the desired QoS/DCQCN state applied to the NICs (0: none).")
+              .Register(registry)
+              .Add({})),
+      tunables_drift_(prometheus::BuildGauge()
+                          .Name("weft_agent_tunables_drift")
+                          .Help("Tunables that differ from the applied desired state, at the "
+                                "last telemetry cycle (one per NIC and parameter).")
+                          .Register(registry)
+                          .Add({})),
+      applies_(CounterFamily(registry, "weft_agent_desired_state_applies_total",
+                             "Desired states answered: result=ack (applied) or nack.")),
+      applies_ack_(applies_.Add({{"result", "ack"}})),
+      applies_nack_(applies_.Add({{"result", "nack"}})),
       collection_errors_(CounterFamily(registry, "weft_agent_collection_errors_total",
                                        "NIC counter readings that failed, by device.")),
       collection_duration_(

@@ -8,6 +8,10 @@
 //   weft_agent_registered                        1 while registered with a live stream
 //   weft_agent_collection_errors_total{device}   NIC readings that failed
 //   weft_agent_collection_duration_seconds       histogram of one collection's time
+// Desired QoS / DCQCN state (agent/tunables/):
+//   weft_agent_tunables_applied_version          desired-state version applied (0: none)
+//   weft_agent_tunables_drift                    parameters differing from it, last check
+//   weft_agent_desired_state_applies_total{result="ack|nack"}
 // Per NIC, labels {node, device, port, netdev, pci}: one counter per hardware counter, named after
 // the kernel's counter (weft_nic_port_xmit_bytes_total, weft_nic_np_cnp_sent_total,
 // weft_nic_packet_seq_err_total, ... see kNicCounters in agent_metrics.cc), plus
@@ -53,6 +57,12 @@ class AgentMetrics {
   void SendError() { send_errors_.Increment(); }
   void Reconnect() { reconnects_.Increment(); }
   void SetRegistered(bool registered) { registered_.Set(registered ? 1 : 0); }
+  // One desired state answered: ACK (and now applied at `version`) or NACK.
+  void DesiredStateAnswered(bool accepted, uint64_t applied_version) {
+    (accepted ? applies_ack_ : applies_nack_).Increment();
+    tunables_applied_version_.Set(static_cast<double>(applied_version));
+  }
+  void SetTunablesDrift(size_t drifted) { tunables_drift_.Set(static_cast<double>(drifted)); }
   void CollectionError(const std::string& device);
 
   // Creates the NIC's series at 0 (so rate() works from the first scrape).
@@ -87,6 +97,11 @@ class AgentMetrics {
   prometheus::Counter& send_errors_;
   prometheus::Counter& reconnects_;
   prometheus::Gauge& registered_;
+  prometheus::Gauge& tunables_applied_version_;
+  prometheus::Gauge& tunables_drift_;
+  prometheus::Family<prometheus::Counter>& applies_;
+  prometheus::Counter& applies_ack_;
+  prometheus::Counter& applies_nack_;
   prometheus::Family<prometheus::Counter>& collection_errors_;
   prometheus::Histogram& collection_duration_;
   std::vector<prometheus::Family<prometheus::Counter>*> nic_families_;

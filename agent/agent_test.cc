@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -21,6 +22,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
@@ -186,9 +188,12 @@ class AgentTest : public ::testing::Test {
   void StartAgent(const std::function<std::unique_ptr<NicBackend>(NicBackend*)>& wrap = nullptr) {
     backend_ = SimBackend::Create(config_.simulated(), config_.node_name(), &clock_).value();
     if (wrap) wrapper_ = wrap(backend_.get());
-    client_ = std::make_unique<GrpcControllerClient>(
-        GrpcControllerClientOptions{config_.controller_address(), absl::Seconds(2),
-                                    absl::Milliseconds(10), absl::Milliseconds(100)});
+    GrpcControllerClientOptions options;
+    options.address = config_.controller_address();
+    options.register_timeout = absl::Seconds(2);
+    options.min_reconnect_backoff = absl::Milliseconds(10);
+    options.max_reconnect_backoff = absl::Milliseconds(100);
+    client_ = std::make_unique<GrpcControllerClient>(options);
     agent_ = std::make_unique<Agent>(config_, wrapper_ ? wrapper_.get() : backend_.get(),
                                      client_.get(), &clock_, &registry_, health_.get());
     ASSERT_TRUE(agent_->Start().ok());
@@ -346,28 +351,172 @@ TEST_F(AgentTest, RepeatedFencingBacksOffInsteadOfFlapping) {
   }
 }
 
-TEST_F(AgentTest, NacksDesiredStateNamingTheReason) {
-  StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+ControllerMessage DesiredStatePush(uint64_t version) {
   ControllerMessage push;
   push.mutable_desired_state()->set_node_name("node-7");
-  push.mutable_desired_state()->set_version(7);
-  push.mutable_desired_state()->set_nonce("n-7");
+  push.mutable_desired_state()->set_version(version);
+  push.mutable_desired_state()->set_nonce(absl::StrCat("n-", version));
   push.mutable_desired_state()->mutable_dcqcn()->set_rp_ai_rate(10);
+  return push;
+}
+
+// Reads rp_ai_rate of mlx5_1 as "7" once `drifted` is set, as if someone had changed
+// it by hand; everything else passes through.
+class DriftingTunables : public NicTunables {
+ public:
+  DriftingTunables(NicTunables* inner, const std::atomic<bool>* drifted)
+      : inner_(inner), drifted_(drifted) {}
+  const std::string& device() const override { return inner_->device(); }
+  std::vector<std::string> Parameters() const override { return inner_->Parameters(); }
+  absl::StatusOr<std::string> Read(absl::string_view p) override {
+    if (*drifted_ && device() == "mlx5_1" && p == "rp_ai_rate") return std::string("7");
+    return inner_->Read(p);
+  }
+  absl::Status Write(absl::string_view p, absl::string_view v) override { return inner_->Write(p, v); }
+
+ private:
+  NicTunables* inner_;
+  const std::atomic<bool>* drifted_;
+};
+
+class DriftingBackend : public NicBackend {
+ public:
+  DriftingBackend(NicBackend* inner, const std::atomic<bool>* drifted) : inner_(inner) {
+    for (NicTunables* nic : inner_->Tunables()) {
+      tunables_.push_back(std::make_unique<DriftingTunables>(nic, drifted));
+    }
+  }
+  absl::StatusOr<NodeInventory> Discover() override { return inner_->Discover(); }
+  absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override { return inner_->ReadCounters(); }
+  std::vector<NicTunables*> Tunables() override {
+    std::vector<NicTunables*> out;
+    for (auto& t : tunables_) out.push_back(t.get());
+    return out;
+  }
+
+ private:
+  NicBackend* inner_;
+  std::vector<std::unique_ptr<DriftingTunables>> tunables_;
+};
+
+TEST_F(AgentTest, AppliesDesiredStateAcksWithReadBackAndReportsDrift) {
+  std::atomic<bool> drifted{false};
+  StartAgent([&drifted](NicBackend* inner) {
+    return std::unique_ptr<NicBackend>(std::make_unique<DriftingBackend>(inner, &drifted));
+  });
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  controller_.Push(DesiredStatePush(7));
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
+    EXPECT_EQ(ack.version(), 7u);
+    EXPECT_EQ(ack.nonce(), "n-7");
+    EXPECT_TRUE(ack.accepted());
+    EXPECT_EQ(ack.errors_size(), 0);
+    ASSERT_EQ(ack.read_back_size(), 4);  // rp_ai_rate of each of the 4 NICs
+    EXPECT_EQ(ack.read_back(3).device(), "mlx5_3");
+    EXPECT_EQ(ack.read_back(3).parameter(), "rp_ai_rate");
+    EXPECT_EQ(ack.read_back(3).value(), "10");
+  }
+  EXPECT_EQ(agent_->applied_version(), 7u);
+  EXPECT_EQ(*backend_->Tunables()[0]->Read("rp_ai_rate"), "10");
+  EXPECT_EQ(MetricValue(registry_, "weft_agent_tunables_applied_version"), 7);
+  EXPECT_EQ(MetricValue(registry_, "weft_agent_desired_state_applies_total", {{"result", "ack"}}), 1);
+
+  // Later batches carry the applied version and no drift...
+  size_t seen = 0;
+  ASSERT_TRUE(controller_.WaitFor([&seen](FakeController& c) {
+    seen = c.batches_.size();
+    return c.batches_.back().batch.tunables().applied_version() == 7;
+  }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ(controller_.batches_.back().batch.tunables().drift_size(), 0);
+  }
+  // ... until the NIC's value changes behind the agent's back.
+  drifted = true;
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) {
+    return c.batches_.back().batch.tunables().drift_size() > 0;
+  }));
+  absl::MutexLock lock(&controller_.mu_);
+  const weft::v1::TunablesStatus& status = controller_.batches_.back().batch.tunables();
+  EXPECT_EQ(status.applied_version(), 7u);
+  ASSERT_EQ(status.drift_size(), 1);
+  EXPECT_EQ(status.drift(0).device(), "mlx5_1");
+  EXPECT_EQ(status.drift(0).parameter(), "rp_ai_rate");
+  EXPECT_EQ(status.drift(0).expected(), "10");
+  EXPECT_EQ(status.drift(0).actual(), "7");
+}
+
+TEST_F(AgentTest, NacksAnInvalidStateNamingParameterValueAndRange) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ControllerMessage push = DesiredStatePush(8);
+  push.mutable_desired_state()->mutable_dcqcn()->set_rp_gd(99);
   controller_.Push(push);
   ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
-  agent_->Stop();
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
+    EXPECT_EQ(ack.version(), 8u);
+    EXPECT_EQ(ack.nonce(), "n-8");
+    EXPECT_FALSE(ack.accepted());
+    ASSERT_EQ(ack.errors_size(), 1);
+    EXPECT_EQ(ack.errors(0).parameter(), "rp_gd");
+    EXPECT_EQ(ack.errors(0).value(), "99");
+    EXPECT_THAT(ack.errors(0).reason(), ::testing::HasSubstr("0..15"));
+    // The stream survives a NACK: no re-registration.
+    EXPECT_EQ(controller_.registers_.size(), 1u);
+  }
+  EXPECT_EQ(agent_->applied_version(), 0u);
+  EXPECT_EQ(*backend_->Tunables()[0]->Read("rp_ai_rate"), "5");  // nothing written
+  EXPECT_EQ(MetricValue(registry_, "weft_agent_desired_state_applies_total", {{"result", "nack"}}), 1);
+}
 
+TEST_F(AgentTest, RejectTunablesFaultNacksNamingNicAndParameter) {
+  config_.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_REJECT_TUNABLES);
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  controller_.Push(DesiredStatePush(9));
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
   absl::MutexLock lock(&controller_.mu_);
-  ASSERT_EQ(controller_.acks_.size(), 1u);
   const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
-  EXPECT_EQ(ack.version(), 7u);
-  EXPECT_EQ(ack.nonce(), "n-7");
   EXPECT_FALSE(ack.accepted());
-  ASSERT_EQ(ack.errors_size(), 1);
-  EXPECT_EQ(ack.errors(0).reason(), kDesiredStateNotSupported);
-  // The stream survives a NACK: no re-registration.
-  EXPECT_EQ(controller_.registers_.size(), 1u);
+  ASSERT_GE(ack.errors_size(), 1);
+  EXPECT_EQ(ack.errors(0).device(), "mlx5_0");
+  EXPECT_EQ(ack.errors(0).parameter(), "rp_ai_rate");
+  EXPECT_EQ(ack.errors(0).value(), "10");
+  EXPECT_THAT(ack.errors(0).reason(), ::testing::HasSubstr("simulated fault reject_tunables"));
+}
+
+TEST_F(AgentTest, DryRunWritesNothingAndNacksWhatWouldChange) {
+  config_.set_tunables_dry_run(true);
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  controller_.Push(DesiredStatePush(10));
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
+    EXPECT_FALSE(ack.accepted());
+    ASSERT_EQ(ack.errors_size(), 4);  // one per NIC
+    EXPECT_THAT(ack.errors(0).reason(), ::testing::HasSubstr("dry run: would change from '5'"));
+  }
+  EXPECT_EQ(*backend_->Tunables()[0]->Read("rp_ai_rate"), "5");
+  EXPECT_EQ(agent_->applied_version(), 0u);
+}
+
+TEST_F(AgentTest, HelloAfterReconnectCarriesTheAppliedVersion) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  controller_.Push(DesiredStatePush(11));
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  controller_.FenceAfterBatches(1);
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.first_messages_.size() >= 2; }));
+  absl::MutexLock lock(&controller_.mu_);
+  EXPECT_EQ(controller_.first_messages_[0].hello().applied_version(), 0u);
+  EXPECT_EQ(controller_.first_messages_[1].hello().applied_version(), 11u);
 }
 
 TEST_F(AgentTest, DeadFaultRegistersButNeverSendsTelemetry) {

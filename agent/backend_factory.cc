@@ -7,6 +7,8 @@
 #include "datapath/verbs_ibv.h"
 #include "agent/lldp.h"
 #include "agent/sim_backend.h"
+#include "agent/tunables/dcb_client.h"
+#include "common/logging.h"
 
 namespace weft::agent {
 
@@ -35,6 +37,12 @@ absl::StatusOr<std::unique_ptr<NicBackend>> MakeBareBackend(const weft::v1::Agen
     auto verbs = std::make_shared<datapath::IbvVerbs>();
     options.verbs = verbs;
     options.verbs_no_device_reason = [verbs] { return verbs->NoDeviceReason(); };
+    absl::StatusOr<std::unique_ptr<NetlinkDcbClient>> dcb = NetlinkDcbClient::Open();
+    if (dcb.ok()) {
+      options.dcb = std::move(*dcb);
+    } else {
+      WEFT_LOG(WARNING) << "QoS tunables unavailable: " << dcb.status().message();
+    }
     return std::unique_ptr<NicBackend>(std::make_unique<LinuxNicBackend>(
         std::move(options), std::make_unique<IoctlEthtoolReader>(), clock));
   }

@@ -1,10 +1,12 @@
 #include "agent/inspect.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/counter_math.h"
+#include "agent/tunables/tunable_params.h"
 #include "common/text_output.h"
 
 namespace weft::agent {
@@ -71,7 +73,72 @@ std::vector<CounterRow> CounterRows(const weft::v1::TelemetryBatch& batch) {
   return rows;
 }
 
+// The tunables table: one row per parameter, one column per NIC, back in the canonical
+// text of agent/tunables/tunable_params.h.
+std::string FormatTunables(const weft::v1::NodeSnapshot& snapshot, std::string* problems) {
+  std::vector<std::vector<std::string>> rows = {{"TUNABLE"}};
+  std::vector<ParamMap> values;
+  for (const weft::v1::NicTunablesReading& nic : snapshot.tunables()) {
+    rows[0].push_back(nic.device());
+    weft::v1::DesiredState state;
+    *state.mutable_qos() = nic.qos();
+    *state.mutable_dcqcn() = nic.dcqcn();
+    ParamMap& map = values.emplace_back();
+    for (const ParamValue& p : DesiredParameters(state)) map[p.parameter] = p.value;
+    // Group the unreadable parameters by reason: one line per NIC and reason.
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    for (const weft::v1::ParameterError& e : nic.unreadable()) {
+      map.erase(e.parameter());  // e.g. DesiredParameters() derives trust from the map
+      auto it = std::find_if(by_reason.begin(), by_reason.end(),
+                             [&e](const auto& entry) { return entry.first == e.reason(); });
+      if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {e.reason(), {}});
+      it->second.push_back(e.parameter());
+    }
+    for (const auto& [reason, parameters] : by_reason) {
+      absl::StrAppend(problems, "tunable ", nic.device(), ": ", absl::StrJoin(parameters, ", "),
+                      ": ", reason, "\n");
+    }
+  }
+  for (const std::string& name : AllParameterNames()) {
+    std::vector<std::string> cells = {name};
+    for (size_t n = 0; n < values.size(); ++n) {
+      auto it = values[n].find(name);
+      std::string cell = it == values[n].end() ? "-" : it->second;
+      // An empty switch list is "none", which DesiredParameters() leaves out.
+      const bool readable = std::none_of(
+          snapshot.tunables(n).unreadable().begin(), snapshot.tunables(n).unreadable().end(),
+          [&name](const weft::v1::ParameterError& e) { return e.parameter() == name; });
+      if (cell == "-" && readable && (name == kRpEnabledParam || name == kNpEnabledParam)) {
+        cell = "none";
+      }
+      cells.push_back(std::move(cell));
+    }
+    rows.push_back(std::move(cells));
+  }
+  return FormatTable(rows);
+}
+
 }  // namespace
+
+void AddTunables(const std::vector<NicTunables*>& nics, weft::v1::NodeSnapshot* snapshot) {
+  for (NicTunables* nic : nics) {
+    weft::v1::NicTunablesReading* reading = snapshot->add_tunables();
+    reading->set_device(nic->device());
+    ParamMap params;
+    for (const std::string& name : AllParameterNames()) {
+      absl::StatusOr<std::string> value = nic->Read(name);
+      if (value.ok()) {
+        params[name] = *value;
+      } else {
+        weft::v1::ParameterError* error = reading->add_unreadable();
+        error->set_device(nic->device());
+        error->set_parameter(name);
+        error->set_reason(std::string(value.status().message()));
+      }
+    }
+    ParamsToProto(params, reading->mutable_qos(), reading->mutable_dcqcn());
+  }
+}
 
 weft::v1::NodeSnapshot MakeSnapshot(const NodeInventory& inventory,
                                     const std::vector<RawNicReading>& readings) {
@@ -135,6 +202,9 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
   }
   absl::StrAppend(&out, "\nCounters (cumulative)\n", FormatTable(counters));
   std::string problems;
+  if (!snapshot.tunables().empty()) {
+    absl::StrAppend(&out, "\nQoS and DCQCN tunables\n", FormatTunables(snapshot, &problems));
+  }
   for (const auto& note : snapshot.notes()) absl::StrAppend(&problems, "note    ", note, "\n");
   for (const auto& nic : snapshot.node().nics()) {
     for (const auto& w : nic.discovery_warnings()) {

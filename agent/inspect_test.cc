@@ -2,6 +2,7 @@
 // that mirrors an mlx5 node, in table and JSON form.
 #include "agent/inspect.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -57,6 +58,61 @@ TEST_F(InspectTest, JsonParsesAsANodeSnapshot) {
   EXPECT_TRUE(snapshot.telemetry().samples(0).has_congestion());
   EXPECT_FALSE(snapshot.telemetry().samples(1).has_congestion());
   EXPECT_EQ(snapshot.telemetry().samples(0).port_counters().rcv_bytes().total() % 4, 0u);
+}
+
+TEST_F(InspectTest, TunablesOfAFixtureNodeWithWhySomeCannotBeRead) {
+  for (const char* tree : {"cc_params.tree", "rdma_cm.tree"}) {
+    ASSERT_TRUE(weft::testing::MaterializeFixture(
+                    absl::StrCat("agent/tunables/testdata/", tree), root_).ok());
+  }
+  auto table = RunCommand({"agent/weft-agent", "inspect", "--root", root_}, absl::Seconds(10));
+  ASSERT_EQ(table.exit_status, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("QoS and DCQCN tunables"));
+  EXPECT_THAT(table.out, HasSubstr("rp_time_reset                  300"));
+  EXPECT_THAT(table.out, HasSubstr("rp_dce_tcp_g                   1019"));
+  // The fixture's netdevs do not exist on this host: the kernel's ENODEV, per NIC.
+  EXPECT_THAT(table.out, HasSubstr("tunable mlx5_0: ets, pfc_priorities, dscp_to_priority, trust: "
+                                   "ens1f0np0: RTM_GETDCB DCB_CMD_IEEE_GET: No such device"));
+  EXPECT_THAT(table.out, HasSubstr("rp_enabled_priorities, np_enabled_priorities: not settable on "
+                                   "this node: no per-priority DCQCN switches"));
+
+  auto json = RunCommand({"agent/weft-agent", "inspect", "--root", root_, "--output", "json"},
+                         absl::Seconds(10));
+  ASSERT_EQ(json.exit_status, 0) << json.err;
+  weft::v1::NodeSnapshot snapshot;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &snapshot).ok()) << json.out;
+  ASSERT_EQ(snapshot.tunables_size(), 2);
+  EXPECT_EQ(snapshot.tunables(1).device(), "mlx5_1");
+  EXPECT_EQ(snapshot.tunables(1).dcqcn().rp_time_reset(), 300u);
+  EXPECT_EQ(snapshot.tunables(1).dcqcn().np_cnp_prio_mode(), 1u);
+  EXPECT_TRUE(snapshot.tunables(0).qos().has_default_roce_tos());
+  EXPECT_EQ(snapshot.tunables(0).qos().default_roce_tos(), 0u);
+  EXPECT_EQ(snapshot.tunables(0).unreadable_size(), 6);  // 4 DCB + 2 switch lists
+}
+
+TEST_F(InspectTest, TunablesOfTheSimulatedBackend) {
+  auto json = RunCommand({"agent/weft-agent", "inspect", "--backend", "simulated", "--nics", "2",
+                          "--lldp", "off", "--output", "json"},
+                         absl::Seconds(10));
+  ASSERT_EQ(json.exit_status, 0) << json.err;
+  weft::v1::NodeSnapshot snapshot;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &snapshot).ok()) << json.out;
+  ASSERT_EQ(snapshot.tunables_size(), 2);
+  const weft::v1::NicTunablesReading& nic = snapshot.tunables(0);
+  EXPECT_EQ(nic.unreadable_size(), 0);
+  EXPECT_EQ(nic.qos().trust(), weft::v1::TRUST_MODE_DSCP);
+  ASSERT_EQ(nic.qos().pfc_priorities_size(), 1);
+  EXPECT_EQ(nic.qos().pfc_priorities(0), 3u);
+  EXPECT_EQ(nic.qos().dscp_to_priority().at(26), 3u);
+  EXPECT_EQ(nic.dcqcn().rp_enabled_priorities_size(), 8);
+  EXPECT_EQ(nic.dcqcn().rp_gd(), 11u);
+
+  auto table = RunCommand({"agent/weft-agent", "inspect", "--backend", "simulated", "--nics", "2",
+                           "--lldp", "off"},
+                          absl::Seconds(10));
+  ASSERT_EQ(table.exit_status, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("dscp_to_priority               26:3,48:6"));
+  EXPECT_THAT(table.out, HasSubstr("rp_enabled_priorities          0,1,2,3,4,5,6,7"));
 }
 
 TEST_F(InspectTest, MissingRootIsAClearError) {

@@ -57,6 +57,7 @@ class LldpNicBackend : public NicBackend {
   absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override {
     return inner_->ReadCounters();
   }
+  std::vector<NicTunables*> Tunables() override { return inner_->Tunables(); }
 
  private:
   std::unique_ptr<NicBackend> inner_;

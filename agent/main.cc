@@ -44,8 +44,11 @@ ABSL_FLAG(std::optional<uint32_t>, gpus, std::nullopt, "simulated GPUs");
 ABSL_FLAG(std::optional<double>, traffic_level, std::nullopt,
           "simulated mean load, share of line rate (0..1)");
 ABSL_FLAG(std::optional<std::string>, fault, std::nullopt,
-          "simulated faults: pfc_storm, link_down, retransmits, dead (comma-separated or "
-          "repeated; none clears the config's)");
+          "simulated faults: pfc_storm, link_down, retransmits, dead, reject_tunables "
+          "(comma-separated or repeated; none clears the config's)");
+ABSL_FLAG(bool, dry_run, false,
+          "desired QoS/DCQCN state: validate and compare with the NICs, never write; ACK "
+          "only what the NICs already have (sets tunables_dry_run)");
 ABSL_FLAG(std::optional<uint32_t>, fault_delay_ms, std::nullopt,
           "simulated faults (except dead) start this many ms after agent start");
 ABSL_FLAG(std::optional<std::string>, backend, std::nullopt,
@@ -89,6 +92,7 @@ absl::StatusOr<weft::v1::AgentConfig> ConfigFromFlags() {
   flags.backend = absl::GetFlag(FLAGS_backend);
   flags.root = absl::GetFlag(FLAGS_root);
   flags.lldp = absl::GetFlag(FLAGS_lldp);
+  if (absl::GetFlag(FLAGS_dry_run)) flags.tunables_dry_run = true;
   if (absl::Status s = ApplyAgentFlags(flags, &*config); !s.ok()) return s;
   if (absl::Status s = ValidateAgentConfig(*config); !s.ok()) return s;
   return config;
@@ -128,7 +132,8 @@ int Inspect() {
     std::cerr << "weft-agent inspect: " << readings.status().message() << "\n";
     return 1;
   }
-  const weft::v1::NodeSnapshot snapshot = MakeSnapshot(*inventory, *readings);
+  weft::v1::NodeSnapshot snapshot = MakeSnapshot(*inventory, *readings);
+  AddTunables((*backend)->Tunables(), &snapshot);
   std::cout << (output == "json" ? FormatJson(snapshot) : FormatSnapshotTable(snapshot));
   return 0;
 }

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/tunables/nic_tunables.h"
 #include "proto/weft/v1/node.pb.h"
 
 namespace weft::agent {
@@ -111,9 +112,11 @@ class NicBackend {
   // be read.
   virtual absl::StatusOr<std::vector<RawNicReading>> ReadCounters() = 0;
 
-  // Later: applying desired state (QoS, DCQCN cc_params) will be added here as a
-  // transactional Apply(DesiredState) -> read-back / per-parameter errors, so the
-  // agent can ACK or NACK each version.
+  // The QoS and DCQCN tunables of each NIC of the last Discover(), in its order, owned
+  // by the backend (valid until the next Discover()). The agent applies desired state
+  // to them transactionally and checks them for drift (agent/tunables/applier.h).
+  // Empty when the backend has none to offer.
+  virtual std::vector<NicTunables*> Tunables() { return {}; }
 };
 
 }  // namespace weft::agent

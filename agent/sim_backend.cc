@@ -32,6 +32,7 @@ enum Quantity {
   kEcnMarked,
   kCnpSent,
   kCnpHandled,
+  kCnpIgnored,
   kOutOfSequence,
   kPacketSeqErr,
   kLocalAckTimeoutErr,
@@ -139,11 +140,16 @@ struct SimBackend::NicModel {
   // Rates per second at `t_s` seconds after start; `faults_on` says whether the
   // faults above have begun.
   Quantities RatesAt(const weft::v1::SimulatedBackendConfig& config, double t_s,
-                     bool faults_on) const;
+                     bool faults_on, const SimNicTunables& tunables) const;
 };
 
 Quantities SimBackend::NicModel::RatesAt(const weft::v1::SimulatedBackendConfig& config,
-                                         double t_s, bool faults_on) const {
+                                         double t_s, bool faults_on,
+                                         const SimNicTunables& tunables) const {
+  const uint8_t roce_bit = 1u << kRocePriority;
+  const bool pfc_on = tunables.pfc_mask() & roce_bit;
+  const bool rp_on = tunables.rp_mask() & roce_bit;
+  const bool np_on = tunables.np_mask() & roce_bit;
   Quantities r{};
   const bool down_now = link_down && faults_on;
   const bool storm_now = pfc_storm && faults_on;
@@ -153,9 +159,9 @@ Quantities SimBackend::NicModel::RatesAt(const weft::v1::SimulatedBackendConfig&
   const double tx_offered = Load(tx, config.traffic_level(), t_s);
   const double rx_offered = Load(rx, config.traffic_level(), t_s);
   // rx pause: the switch pauses our transmissions; tx pause: we pause the switch.
-  double rx_paused = PausedShare(tx_offered);
-  double tx_paused = PausedShare(rx_offered);
-  if (storm_now) {
+  double rx_paused = pfc_on ? PausedShare(tx_offered) : 0;
+  double tx_paused = pfc_on ? PausedShare(rx_offered) : 0;
+  if (storm_now && pfc_on) {
     rx_paused = 0.95 + 0.04 * std::sin(2 * kPi * t_s / 7 + fault_phase);
     tx_paused = 0.95 + 0.04 * std::sin(2 * kPi * t_s / 5 + fault_phase);
   }
@@ -166,20 +172,34 @@ Quantities SimBackend::NicModel::RatesAt(const weft::v1::SimulatedBackendConfig&
   r[kRxBytes] = rx_load * line_bytes_per_s;
   r[kTxPackets] = r[kTxBytes] / kWireBytesPerPacket;
   r[kRxPackets] = r[kRxBytes] / kWireBytesPerPacket;
-  r[kEcnMarked] = r[kRxPackets] * MarkedShare(rx_load);
-  r[kCnpSent] = CnpRate(r[kEcnMarked]);
-  r[kCnpHandled] = CnpRate(r[kTxPackets] * MarkedShare(tx_load));
+  // Without the reaction point, senders do not slow down: twice the marks.
+  const double mark_factor = rp_on ? 1 : 2;
+  r[kEcnMarked] = r[kRxPackets] * MarkedShare(rx_load) * mark_factor;
+  r[kCnpSent] = np_on ? CnpRate(r[kEcnMarked]) : 0;
+  const double cnps_arriving =
+      np_on ? CnpRate(r[kTxPackets] * MarkedShare(tx_load) * mark_factor) : 0;
+  r[kCnpHandled] = rp_on ? cnps_arriving : 0;
+  r[kCnpIgnored] = rp_on ? 0 : cnps_arriving;
   r[kRxPauseUs] = rx_paused * 1e6;
   r[kTxPauseUs] = tx_paused * 1e6;
   r[kRxPauseFrames] = r[kRxPauseUs] / kPauseUsPerFrame;
   r[kTxPauseFrames] = r[kTxPauseUs] / kPauseUsPerFrame;
+  if (!pfc_on) {
+    // Lossy: what PFC would have paused is dropped, on top of a base loss.
+    const double rx_lost = r[kRxPackets] * (kLossyBaseDropShare + PausedShare(rx_offered));
+    const double tx_lost = r[kTxPackets] * (kLossyBaseDropShare + PausedShare(tx_offered));
+    r[kOutOfSequence] += rx_lost;
+    r[kDuplicateRequest] += rx_lost / 2;
+    r[kPacketSeqErr] += tx_lost;
+    r[kLocalAckTimeoutErr] += tx_lost / 20;
+  }
   if (retransmits_now) {
     const double wave = 1 + 0.3 * std::sin(2 * kPi * t_s / 11 + fault_phase);
-    r[kPacketSeqErr] = 300 * wave;
-    r[kLocalAckTimeoutErr] = 150 * wave;
-    r[kOutOfSequence] = 450 * wave;
-    r[kDuplicateRequest] = 200 * wave;
-    r[kImpliedNakSeqErr] = 60 * wave;
+    r[kPacketSeqErr] += 300 * wave;
+    r[kLocalAckTimeoutErr] += 150 * wave;
+    r[kOutOfSequence] += 450 * wave;
+    r[kDuplicateRequest] += 200 * wave;
+    r[kImpliedNakSeqErr] += 60 * wave;
   }
   return r;
 }
@@ -245,7 +265,23 @@ SimBackend::SimBackend(const weft::v1::SimulatedBackendConfig& config, std::stri
       nic.retransmits = HasFault(config_, weft::v1::SIM_FAULT_RETRANSMITS);
     }
     nics_.push_back(nic);
+    auto tunables = std::make_unique<SimNicTunables>(absl::StrCat("mlx5_", i));
+    tunables->set_reject_writes(HasFault(config_, weft::v1::SIM_FAULT_REJECT_TUNABLES));
+    tunables->set_before_write([this] { AdvanceToNow(); });
+    tunables_.push_back(std::move(tunables));
   }
+}
+
+std::vector<NicTunables*> SimBackend::Tunables() {
+  std::vector<NicTunables*> out;
+  for (const std::unique_ptr<SimNicTunables>& nic : tunables_) out.push_back(nic.get());
+  return out;
+}
+
+void SimBackend::AdvanceToNow() {
+  const int64_t elapsed_us =
+      std::max(absl::ToInt64Microseconds(clock_->Now() - start_), steps_done_ * kStepUs);
+  AdvanceTo(elapsed_us / kStepUs);
 }
 
 SimBackend::~SimBackend() = default;
@@ -314,8 +350,9 @@ void SimBackend::AdvanceTo(int64_t step) {
   for (; steps_done_ < step; ++steps_done_) {
     const double t_s = steps_done_ * kStepS;
     const bool faults_on = FaultsActiveAt(steps_done_ * kStepUs);
-    for (NicModel& nic : nics_) {
-      const Quantities rates = nic.RatesAt(config_, t_s, faults_on);
+    for (size_t i = 0; i < nics_.size(); ++i) {
+      NicModel& nic = nics_[i];
+      const Quantities rates = nic.RatesAt(config_, t_s, faults_on, *tunables_[i]);
       for (int q = 0; q < kNumQuantities; ++q) nic.integral[q] += rates[q] * kStepS;
     }
   }
@@ -335,7 +372,7 @@ absl::StatusOr<std::vector<RawNicReading>> SimBackend::ReadCounters() {
   readings.reserve(nics_.size());
   for (size_t i = 0; i < nics_.size(); ++i) {
     const NicModel& nic = nics_[i];
-    const Quantities rates = nic.RatesAt(config_, t_s, faults_on);
+    const Quantities rates = nic.RatesAt(config_, t_s, faults_on, *tunables_[i]);
     const bool link_down = nic.link_down && faults_on;
     Quantities v;
     for (int q = 0; q < kNumQuantities; ++q) v[q] = nic.integral[q] + rates[q] * partial_s;
@@ -358,19 +395,25 @@ absl::StatusOr<std::vector<RawNicReading>> SimBackend::ReadCounters() {
     c.np_ecn_marked_roce_packets = whole(kEcnMarked);
     c.np_cnp_sent = whole(kCnpSent);
     c.rp_cnp_handled = whole(kCnpHandled);
-    c.rp_cnp_ignored = 0;
+    c.rp_cnp_ignored = whole(kCnpIgnored);
     c.out_of_sequence = q_counter(kOutOfSequence);
     c.packet_seq_err = q_counter(kPacketSeqErr);
     c.local_ack_timeout_err = q_counter(kLocalAckTimeoutErr);
     c.implied_nak_seq_err = q_counter(kImpliedNakSeqErr);
     c.duplicate_request = q_counter(kDuplicateRequest);
-    RawPfcCounters pfc;
-    pfc.priority = kRocePriority;
-    pfc.rx_pause = whole(kRxPauseFrames);
-    pfc.tx_pause = whole(kTxPauseFrames);
-    pfc.rx_pause_duration_us = whole(kRxPauseUs);
-    pfc.tx_pause_duration_us = whole(kTxPauseUs);
-    c.pfc.push_back(pfc);
+    // Only priorities with PFC on have counters; pauses happen on the RoCE priority.
+    for (uint32_t priority = 0; priority < 8; ++priority) {
+      if (!(tunables_[i]->pfc_mask() & (1u << priority))) continue;
+      RawPfcCounters pfc;
+      pfc.priority = priority;
+      if (priority == kRocePriority) {
+        pfc.rx_pause = whole(kRxPauseFrames);
+        pfc.tx_pause = whole(kTxPauseFrames);
+        pfc.rx_pause_duration_us = whole(kRxPauseUs);
+        pfc.tx_pause_duration_us = whole(kTxPauseUs);
+      }
+      c.pfc.push_back(pfc);
+    }
   }
   return readings;
 }

@@ -29,6 +29,23 @@
 //  - RETRANSMITS: packet_seq_err, local_ack_timeout_err, out_of_sequence,
 //    duplicate_request (and some implied_nak_seq_err) climb at hundreds per second.
 //  - DEAD is the agent's business (it stops sending telemetry); no effect here.
+//  - REJECT_TUNABLES (every NIC): the tunables refuse every write (see below).
+//
+// Tunables: each NIC has a SimNicTunables (agent/tunables/sim_nic_tunables.h) starting
+// as a node set up with the common production recipe (DSCP trust, RoCE DSCP 26 ->
+// priority 3 lossless, CNPs DSCP 48 -> priority 6, ToS 106) and the firmware's DCQCN
+// defaults (on for every priority). The counters follow its
+// switches on the RoCE priority (3), for this NIC and, a symmetric cluster, its peers:
+//  - PFC on priority 3: pauses as above, reported as priority 3's PFC counters. Off: no
+//    priority-3 PFC counters (mlx5 reports a priority only while PFC is on it), no
+//    pauses, and the traffic that would have been paused is dropped instead, plus a
+//    base loss of 1e-6 of the packets: out_of_sequence, packet_seq_err,
+//    local_ack_timeout_err and duplicate_request climb.
+//  - DCQCN reaction point off on priority 3: CNPs still arrive but are ignored
+//    (rp_cnp_ignored rises, rp_cnp_handled stops) and, with senders that no longer
+//    slow down, twice the ECN marks. Notification point off: np_cnp_sent stops, and
+//    so do the CNPs arriving here.
+// Other priorities that have PFC on are reported with zero pauses.
 // With `fault_delay_ms` set, PFC_STORM, LINK_DOWN and RETRANSMITS begin that long after
 // the backend was created (the model's time 0, rounded to its 10 ms steps): counters
 // before the onset are those of a healthy node, and Discover() shows the port ACTIVE
@@ -54,6 +71,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "agent/nic_backend.h"
+#include "agent/tunables/sim_nic_tunables.h"
 #include "common/clock.h"
 #include "proto/weft/v1/config.pb.h"
 
@@ -72,6 +90,7 @@ class SimBackend : public NicBackend {
   static constexpr double kPfcOnsetLoad = 0.85;
   static constexpr double kMaxPausedShare = 0.02;  // of each second, at load 1
   static constexpr double kPauseUsPerFrame = 20;
+  static constexpr double kLossyBaseDropShare = 1e-6;  // of packets, PFC off on priority 3
 
   // INVALID_ARGUMENT when `config` is out of range (nics 1..32, gpus 0..16,
   // link_speed_gbps 1..1600, traffic_level 0..1) or `node_name` is empty.
@@ -83,6 +102,7 @@ class SimBackend : public NicBackend {
 
   absl::StatusOr<NodeInventory> Discover() override;
   absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override;
+  std::vector<NicTunables*> Tunables() override;
 
   // The traffic model's seed actually used.
   uint64_t seed() const { return seed_; }
@@ -100,6 +120,8 @@ class SimBackend : public NicBackend {
 
   // Integrates every NIC's counters up to whole step `step` since start.
   void AdvanceTo(int64_t step);
+  // Integrates up to the clock's now (before a tunable changes the rates).
+  void AdvanceToNow();
   // Whether the faults are on at model time `t_us` (µs since start).
   bool FaultsActiveAt(int64_t t_us) const;
 
@@ -110,6 +132,7 @@ class SimBackend : public NicBackend {
   const absl::Duration fault_delay_;
   const uint64_t seed_;
   std::vector<NicModel> nics_;
+  std::vector<std::unique_ptr<SimNicTunables>> tunables_;  // one per NIC
   int64_t steps_done_ = 0;
 };
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "agent/counter_math.h"
+#include "agent/tunables/applier.h"
 #include "agent/stable_hash.h"
 #include "common/fake_clock.h"
 #include "gtest/gtest.h"
@@ -412,6 +413,80 @@ TEST(SimBackendTest, ClockSteppingBackNeverLowersCounters) {
   const std::vector<RawNicReading> after = MustRead(*backend);
   EXPECT_GE(after[0].counters.port_xmit_bytes, before[0].counters.port_xmit_bytes);
   EXPECT_GE(after[0].counters.port_rcv_packets, before[0].counters.port_rcv_packets);
+}
+
+// Applies `state` to every simulated NIC and checks it was ACKed.
+void MustApply(SimBackend& backend, const weft::v1::DesiredState& state) {
+  ApplyOutcome outcome = ApplyDesiredState(state, backend.Tunables(), /*dry_run=*/false);
+  for (const auto& e : outcome.errors) ADD_FAILURE() << e.parameter() << ": " << e.reason();
+  ASSERT_TRUE(outcome.accepted);
+}
+
+TEST(SimBackendTest, DcqcnOffOnTheRocePriorityIgnoresCnps) {
+  FakeClock clock;
+  auto backend = MustCreate(Config(0.95, 2, 0), &clock);
+  ASSERT_EQ(backend->Tunables().size(), 2u);
+  const auto samples1 = Sample(*backend, clock, absl::Seconds(1), 3);
+  for (const NicSample& s : samples1.back()) {
+    EXPECT_GT(s.congestion().rp_cnp_handled().per_second(), 0) << s.device();
+    EXPECT_EQ(s.congestion().rp_cnp_ignored().per_second(), 0) << s.device();
+  }
+  weft::v1::DesiredState state;
+  state.set_version(2);
+  for (uint32_t p : {0, 1, 2, 4, 5, 6, 7}) state.mutable_dcqcn()->add_rp_enabled_priorities(p);
+  MustApply(*backend, state);
+  const auto samples2 = Sample(*backend, clock, absl::Seconds(1), 3);
+  for (const NicSample& s : samples2.back()) {
+    EXPECT_EQ(s.congestion().rp_cnp_handled().per_second(), 0) << s.device();
+    EXPECT_GT(s.congestion().rp_cnp_ignored().per_second(), 100) << s.device();
+  }
+}
+
+TEST(SimBackendTest, PfcOffOnTheRocePriorityStopsPausesAndDropsInstead) {
+  FakeClock clock;
+  auto backend = MustCreate(Config(0.6, 1, 0), &clock);
+  const auto samples3 = Sample(*backend, clock, absl::Seconds(1), 2);
+  for (const NicSample& s : samples3.back()) {
+    ASSERT_EQ(s.pfc_size(), 1);
+    EXPECT_EQ(s.retransmission().out_of_sequence().per_second(), 0);
+  }
+  // The recipe with PFC moved from priority 3 to 4 (and no RoCE ToS, so it validates).
+  weft::v1::DesiredState state;
+  state.set_version(3);
+  weft::v1::NodeQos* qos = state.mutable_qos();
+  qos->set_trust(weft::v1::TRUST_MODE_DSCP);
+  (*qos->mutable_dscp_to_priority())[26] = 3;
+  qos->add_pfc_priorities(4);
+  for (uint32_t i = 0; i < 8; ++i) {
+    qos->add_priority_to_tc(0);
+    qos->add_tc_tsa(weft::v1::TSA_ETS);
+    qos->add_tc_bandwidth_percent(i == 0 ? 100 : 0);
+  }
+  MustApply(*backend, state);
+  const auto samples4 = Sample(*backend, clock, absl::Seconds(1), 2);
+  for (const NicSample& s : samples4.back()) {
+    ASSERT_EQ(s.pfc_size(), 1);  // priority 4 only, never paused
+    EXPECT_EQ(s.pfc(0).priority(), 4u);
+    EXPECT_EQ(s.pfc(0).rx_pause_duration_us().per_second(), 0);
+    // ~1e-6 of some 7 million packets/s.
+    EXPECT_GT(s.retransmission().out_of_sequence().per_second(), 1) << s.device();
+    EXPECT_GT(s.retransmission().packet_seq_err().per_second(), 1) << s.device();
+  }
+}
+
+TEST(SimBackendTest, RejectTunablesFaultNacksAndLeavesTheModelAlone) {
+  FakeClock clock;
+  SimulatedBackendConfig config = Config(0.6, 2, 0);
+  config.add_faults(weft::v1::SIM_FAULT_REJECT_TUNABLES);
+  auto backend = MustCreate(config, &clock);
+  weft::v1::DesiredState state;
+  state.set_version(2);
+  state.mutable_dcqcn()->set_rp_ai_rate(40);
+  ApplyOutcome outcome = ApplyDesiredState(state, backend->Tunables(), false);
+  EXPECT_FALSE(outcome.accepted);
+  ASSERT_FALSE(outcome.errors.empty());
+  EXPECT_EQ(outcome.errors[0].parameter(), "rp_ai_rate");
+  EXPECT_EQ(*backend->Tunables()[0]->Read("rp_ai_rate"), "5");
 }
 
 TEST(SimBackendTest, CreateRejectsOutOfRangeConfig) {

@@ -87,6 +87,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_health_address("127.0.0.1:7410");
   config.mutable_linux()->set_root("/");
   config.set_lldp("auto");
+  config.set_tunables_dry_run(false);
   config.set_interval_ms(1000);
   config.set_backend("simulated");
   weft::v1::SimulatedBackendConfig* simulated = config.mutable_simulated();

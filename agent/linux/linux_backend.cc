@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/tunables/linux_tunables.h"
 #include "common/status_macros.h"
 
 namespace weft::agent {
@@ -284,8 +285,18 @@ absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
   }
   inventory.gpus = DiscoverGpus(inventory.nics);
   ports_ = std::move(ports);
+  tunables_.clear();
+  for (const weft::v1::Nic& nic : inventory.nics) {
+    tunables_.push_back(MakeLinuxNicTunables(options_.root, nic, options_.dcb.get()));
+  }
   discovered_ = true;
   return inventory;
+}
+
+std::vector<NicTunables*> LinuxNicBackend::Tunables() {
+  std::vector<NicTunables*> out;
+  for (const std::unique_ptr<NicTunables>& nic : tunables_) out.push_back(nic.get());
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<LinuxNicBackend::PortFiles>> LinuxNicBackend::OpenPortFiles(

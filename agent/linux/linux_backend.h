@@ -23,6 +23,7 @@
 #include "agent/linux/ethtool_stats.h"
 #include "agent/linux/sysfs.h"
 #include "agent/linux/verbs_discovery.h"
+#include "agent/tunables/dcb_client.h"
 #include "agent/nic_backend.h"
 #include "common/clock.h"
 
@@ -42,6 +43,9 @@ struct LinuxBackendOptions {
   std::shared_ptr<datapath::Verbs> verbs;
   // Why `verbs` lists no device (IbvVerbs::NoDeviceReason), for the discovery note.
   std::function<std::string()> verbs_no_device_reason;
+  // DCB netlink for the QoS tunables (agent/tunables/dcb_client.h). Null: the DCB
+  // parameters report that they cannot be set.
+  std::shared_ptr<DcbClient> dcb;
   // if_indextoname(3) for the GID table's netdevs; tests replace it.
   IfindexToName netdev_of_ifindex;
 };
@@ -56,6 +60,9 @@ class LinuxNicBackend : public NicBackend {
 
   absl::StatusOr<NodeInventory> Discover() override;
   absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override;
+  // One per NIC of the last Discover(): debugfs / MLNX_OFED ecn / DCB / rdma_cm
+  // (agent/tunables/linux_tunables.h).
+  std::vector<NicTunables*> Tunables() override;
 
  private:
   // The counter files of one port, kept open between collections (see SysfsFile).
@@ -89,6 +96,7 @@ class LinuxNicBackend : public NicBackend {
   EthtoolReader* ethtool_;
   const Clock* clock_;
   std::vector<Port> ports_;  // from the last Discover()
+  std::vector<std::unique_ptr<NicTunables>> tunables_;  // from the last Discover()
   bool discovered_ = false;
 };
 
