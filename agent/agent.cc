@@ -61,6 +61,7 @@ absl::Status Agent::Start() {
   }
   if (!inventory.ok()) return Annotate(inventory.status(), "discovering NICs and GPUs");
   inventory_ = *std::move(inventory);
+  PublishInventory();
   for (const std::string& note : inventory_.notes) WEFT_LOG(INFO) << "discovery: " << note;
   for (const weft::v1::Nic& nic : inventory_.nics) {
     for (const std::string& warning : nic.discovery_warnings()) {
@@ -98,6 +99,28 @@ bool Agent::registered() const {
 uint64_t Agent::highest_epoch() const {
   absl::MutexLock lock(&mu_);
   return highest_epoch_;
+}
+
+NodeInventory Agent::inventory() const {
+  absl::MutexLock lock(&mu_);
+  return published_inventory_;
+}
+
+void Agent::PublishInventory() {
+  absl::MutexLock lock(&mu_);
+  published_inventory_ = inventory_;
+}
+
+void Agent::PublishPortStates(const std::vector<RawNicReading>& readings) {
+  absl::MutexLock lock(&mu_);
+  for (const RawNicReading& reading : readings) {
+    if (!reading.error.empty()) continue;
+    for (weft::v1::Nic& nic : published_inventory_.nics) {
+      if (nic.device() == reading.device && nic.port() == reading.port) {
+        nic.set_state(reading.port_state);
+      }
+    }
+  }
 }
 
 bool Agent::stop_requested() const {
@@ -167,6 +190,7 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
     }
     if (inventory.ok()) {
       inventory_ = *std::move(inventory);
+      PublishInventory();
     } else {
       WEFT_LOG(WARNING) << "rediscovery failed, registering the last inventory error=\""
                         << inventory.status().ToString() << "\"";
@@ -362,6 +386,7 @@ weft::v1::TelemetryBatch Agent::Collect() {
     }
     return batch;
   }
+  PublishPortStates(*readings);  // a port that went down is not offered to jobs
   for (RawNicReading& reading : *readings) {
     const NicKey key(reading.device, reading.port);
     auto previous = last_good_.find(key);

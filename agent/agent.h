@@ -43,6 +43,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -87,6 +88,9 @@ class Agent {
   uint64_t highest_epoch() const;
   // The version of the last desired state ACKed (0: none since start).
   uint64_t applied_version() const;
+  // The node as last discovered, each port's state as last read (empty before
+  // Start). For the job socket (agent/job_service.h); thread-safe.
+  NodeInventory inventory() const;
 
  private:
   using NicKey = std::pair<std::string, uint32_t>;  // device, port
@@ -102,6 +106,9 @@ class Agent {
   void NoteNicError(const std::string& device, const std::string& error);
   void SetRegistered(bool registered);
   weft::v1::NodeInfo NodeInfo() const;
+  // Copy inventory_ / the readings' port states to what inventory() returns.
+  void PublishInventory() ABSL_LOCKS_EXCLUDED(mu_);
+  void PublishPortStates(const std::vector<RawNicReading>& readings) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits until `deadline` (real time), Stop() or, when `session_end` is true, the end
   // of the current stream. True when it returned because of Stop() or the stream end.
@@ -137,6 +144,7 @@ class Agent {
   uint64_t highest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   // The last desired state ACKed; version 0 until one is.
   weft::v1::DesiredState applied_ ABSL_GUARDED_BY(mu_);
+  NodeInventory published_inventory_ ABSL_GUARDED_BY(mu_);  // inventory() reads it
   std::thread loop_thread_;
 };
 

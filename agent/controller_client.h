@@ -90,6 +90,10 @@ class GrpcControllerClient : public ControllerClient {
       const weft::v1::StreamHello& hello) override;
   void Shutdown() override;
 
+  // The channel to the controller, for other services the agent calls there (the job
+  // socket relays rendezvous over it); Shutdown() does not cancel their calls.
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+
  private:
   friend class GrpcControllerStream;
 

@@ -23,6 +23,7 @@
 #include "agent/health_server.h"
 #include "agent/backend_factory.h"
 #include "agent/inspect.h"
+#include "agent/job_service.h"
 #include "common/clock.h"
 #include "common/daemon_config.h"
 #include "common/logging.h"
@@ -58,6 +59,8 @@ ABSL_FLAG(std::optional<std::string>, root, std::nullopt,
 ABSL_FLAG(std::string, output, "table", "inspect: table or json");
 ABSL_FLAG(std::optional<std::string>, lldp, std::nullopt,
           "LLDP neighbors from lldpd: auto, off, or lldpd's control socket path");
+ABSL_FLAG(std::optional<std::string>, job_socket, std::nullopt,
+          "Unix socket serving local jobs (JobService), or off (overrides job_socket)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::agent {
@@ -94,6 +97,7 @@ absl::StatusOr<weft::v1::AgentConfig> ConfigFromFlags() {
   flags.lldp = absl::GetFlag(FLAGS_lldp);
   if (absl::GetFlag(FLAGS_dry_run)) flags.tunables_dry_run = true;
   if (absl::Status s = ApplyAgentFlags(flags, &*config); !s.ok()) return s;
+  if (auto v = absl::GetFlag(FLAGS_job_socket)) config->set_job_socket(*v);
   if (absl::Status s = ValidateAgentConfig(*config); !s.ok()) return s;
   return config;
 }
@@ -221,6 +225,21 @@ int Main(int argc, char** argv) {
     WEFT_LOG(ERROR) << "cannot start the agent: " << started.ToString();
     return 1;
   }
+  // Local jobs ask for their NIC and meet their peers here (agent/job_service.h).
+  JobServiceImpl job_service(
+      JobServiceOptions{config->node_name(), config->controller_address()},
+      [&agent] { return agent.inventory(); }, client.channel());
+  std::unique_ptr<JobServer> job_server;
+  if (config->job_socket() != "off") {
+    absl::StatusOr<std::unique_ptr<JobServer>> started =
+        JobServer::Start(config->job_socket(), &job_service);
+    if (!started.ok()) {
+      WEFT_LOG(ERROR) << "cannot serve the job socket: " << started.status().ToString();
+      return 1;
+    }
+    job_server = *std::move(started);
+    WEFT_LOG(INFO) << "serving jobs socket=" << job_server->path();
+  }
   // Ready means this node's endpoints serve; the controller session follows on its own
   // (with backoff), so a controller that is down does not fail the unit's start.
   notifier.Ready("serving node=" + config->node_name());
@@ -228,6 +247,7 @@ int Main(int argc, char** argv) {
   sigwait(&stop_signals, &signal_number);
   WEFT_LOG(INFO) << "stopping on signal " << signal_number;
   notifier.Stopping();
+  job_server.reset();  // relays in flight are cancelled, the socket removed
   agent.Stop();  // cancels the stream, joins the agent's threads
   // civetweb's mg_stop() waits out its one-second poll before returning, which would
   // hold the exit past a second; /metrics has nothing to flush, so the process exit

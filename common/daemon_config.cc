@@ -87,6 +87,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_health_address("127.0.0.1:7410");
   config.mutable_linux()->set_root("/");
   config.set_lldp("auto");
+  config.set_job_socket("/run/weft/agent.sock");
   config.set_tunables_dry_run(false);
   config.set_interval_ms(1000);
   config.set_backend("simulated");
@@ -137,6 +138,14 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
     return Invalid(kAgentContext, "backend",
                    absl::StrCat("value '", config.backend(), "' is not a known backend"),
                    "simulated, linux");
+  }
+  // sockaddr_un.sun_path holds 108 bytes, the terminating NUL included.
+  if (config.job_socket() != "off" &&
+      (!absl::StartsWith(config.job_socket(), "/") || config.job_socket().size() >= 108)) {
+    return Invalid(kAgentContext, "job_socket",
+                   absl::StrCat("value '", config.job_socket(),
+                                "' is not an absolute path shorter than 108 bytes"),
+                   "an absolute path shorter than 108 bytes (a Unix socket's limit), or off");
   }
   const weft::v1::ReconnectConfig& reconnect = config.reconnect();
   if (reconnect.max_backoff_ms() < reconnect.initial_backoff_ms()) {

@@ -72,6 +72,7 @@ absl::Status ControllerServer::Start() {
   builder.RegisterService(&agent_service_);
   builder.RegisterService(&admin_service_);
   builder.RegisterService(&placement_service_);
+  builder.RegisterService(&rendezvous_service_);
   grpc_server_ = builder.BuildAndStart();
   if (grpc_server_ == nullptr || grpc_port_ == 0) {
     grpc_server_.reset();
@@ -86,6 +87,8 @@ absl::Status ControllerServer::Start() {
   health->SetServingStatus(weft::v1::AgentService::service_full_name(), true);
   health->SetServingStatus(weft::v1::AdminService::service_full_name(), true);
   health->SetServingStatus(weft::v1::PlacementService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::RendezvousService::service_full_name(), true);
+  rendezvous_service_.Start();
 
   ticker_ = std::thread([this] { RunTicker(); });
   started_ = true;
@@ -106,6 +109,8 @@ void ControllerServer::Stop() {
   grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   agent_service_.FinishAllStreams(absl::UnavailableError(
       "the controller is shutting down; the agent should re-register and reconnect"));
+  // Waiting rendezvous calls end now, not after the shutdown grace.
+  rendezvous_service_.Stop();
   grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
   grpc_server_->Wait();
   stop_ticker_.Notify();

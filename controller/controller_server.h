@@ -34,6 +34,7 @@
 #include "controller/placement_manager.h"
 #include "controller/placement_metrics.h"
 #include "controller/placement_service.h"
+#include "controller/rendezvous_service.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "proto/weft/v1/config.pb.h"
@@ -88,6 +89,8 @@ class ControllerServer {
   PlacementMetrics placement_metrics_;
   PlacementManager placement_;
   PlacementServiceImpl placement_service_;
+  // Where agents relay their jobs' rendezvous (job.proto); its own sweeper thread.
+  RendezvousServiceImpl rendezvous_service_{clock_, *registry_};
 
   bool started_ = false;
   bool stopped_ = false;

@@ -40,12 +40,25 @@ absl::StatusOr<JobOptions> JobOptions::FromEnvironment(
   if (!absl::SimpleAtoi(rank, &options.rank) || options.rank < 0 || options.rank >= options.size) {
     return BadVariable("WEFT_RANK", rank, absl::StrCat("an integer from 0 to ", options.size - 1));
   }
+  if (const char* v = get("WEFT_AGENT_SOCKET")) {
+    if (v[0] != '/') return BadVariable("WEFT_AGENT_SOCKET", v, "an absolute path");
+    options.agent_socket = v;
+    const char* job_id = get("WEFT_JOB_ID");
+    if (job_id == nullptr || job_id[0] == '\0') {
+      return absl::InvalidArgumentError(
+          "WEFT_JOB_ID must name the job (the same for all its ranks, unique per run) when "
+          "WEFT_AGENT_SOCKET is set");
+    }
+    options.job_id = job_id;
+  }
+  if (const char* v = get("WEFT_GPU")) options.gpu = v;
   if (const char* v = get("WEFT_RENDEZVOUS")) {
     if (!ParseHostPort(v).ok()) return BadVariable("WEFT_RENDEZVOUS", v, "host:port");
     options.rendezvous_address = v;
-  } else if (options.size > 1) {
+  } else if (options.size > 1 && options.agent_socket.empty()) {
     return absl::InvalidArgumentError(
-        "WEFT_RENDEZVOUS must name the rendezvous store (host:port, hosted by rank 0)");
+        "WEFT_RENDEZVOUS must name the rendezvous store (host:port, hosted by rank 0), or "
+        "WEFT_AGENT_SOCKET the node agent's job socket");
   }
   if (const char* v = get("WEFT_TRANSPORT")) {
     absl::StatusOr<TransportKind> kind = ParseTransportKind(v);
@@ -67,29 +80,54 @@ absl::StatusOr<JobOptions> JobOptions::FromEnvironment(
 }
 
 absl::StatusOr<std::unique_ptr<Job>> Job::Join(const JobOptions& options, Verbs* verbs) {
-  std::unique_ptr<Job> job(new Job());
-  if (verbs == nullptr) {
-    job->owned_verbs_ = std::make_unique<IbvVerbs>();
-    verbs = job->owned_verbs_.get();
+  if (!options.agent_socket.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job is to meet through the agent socket ", options.agent_socket,
+        " (WEFT_AGENT_SOCKET): join with JoinThroughAgent (datapath/agent_job.h, target "
+        "//datapath:agent_job), or unset it to use a TCP store"));
   }
+  std::unique_ptr<TcpRendezvousServer> server;
+  std::unique_ptr<Rendezvous> rendezvous;
   if (options.size == 1) {
-    job->rendezvous_ = std::make_unique<InProcessRendezvous>();
+    rendezvous = std::make_unique<InProcessRendezvous>();
   } else {
     ASSIGN_OR_RETURN(HostPort address, ParseHostPort(options.rendezvous_address));
     if (options.host_rendezvous.value_or(options.rank == 0)) {
-      ASSIGN_OR_RETURN(job->server_, TcpRendezvousServer::Start(address.host, address.port));
-      address.port = job->server_->port();
+      ASSIGN_OR_RETURN(server, TcpRendezvousServer::Start(address.host, address.port));
+      address.port = server->port();
     }
-    ASSIGN_OR_RETURN(job->rendezvous_,
-                     TcpRendezvousClient::Connect(address, options.connect_timeout));
+    ASSIGN_OR_RETURN(rendezvous, TcpRendezvousClient::Connect(address, options.connect_timeout));
+  }
+  return Build(options, std::move(server), std::move(rendezvous), verbs);
+}
+
+absl::StatusOr<std::unique_ptr<Job>> Job::JoinWith(const JobOptions& options,
+                                                   std::unique_ptr<Rendezvous> rendezvous,
+                                                   Verbs* verbs) {
+  return Build(options, nullptr, std::move(rendezvous), verbs);
+}
+
+absl::StatusOr<std::unique_ptr<Job>> Job::Build(const JobOptions& options,
+                                                std::unique_ptr<TcpRendezvousServer> server,
+                                                std::unique_ptr<Rendezvous> rendezvous,
+                                                Verbs* verbs) {
+  std::unique_ptr<Job> job(new Job());
+  job->server_ = std::move(server);
+  job->rendezvous_ = std::move(rendezvous);
+  if (verbs == nullptr) {
+    job->owned_verbs_ = std::make_unique<IbvVerbs>();
+    verbs = job->owned_verbs_.get();
   }
   TransportRequest request;
   request.rank = options.rank;
   request.size = options.size;
   request.kind = options.transport;
   request.qos_class = options.qos_class;
+  request.traffic_class = options.traffic_class;
+  request.no_rdma_reason = options.no_rdma_reason;
   request.scope = options.scope;
   request.rc.path.device = options.device;
+  request.rc.path.port = options.port;
   request.rc.path.gid_index = options.gid_index;
   request.rc.connect_timeout = options.connect_timeout;
   request.tcp.listen_host = options.socket_host;

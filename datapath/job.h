@@ -6,7 +6,17 @@
 // Environment (JobOptions::FromEnvironment):
 //   WEFT_RANK, WEFT_WORLD_SIZE   this process's rank and the number of ranks (required)
 //   WEFT_RENDEZVOUS              host:port of the rendezvous store (required when
-//                                WEFT_WORLD_SIZE > 1); rank 0 hosts it there
+//                                WEFT_WORLD_SIZE > 1 and there is no agent socket);
+//                                rank 0 hosts it there
+//   WEFT_AGENT_SOCKET            the node agent's job socket (e.g. /run/weft/agent.sock):
+//                                ranks meet through the agents and the controller
+//                                instead of a store, and the agent picks the NIC, GID and
+//                                traffic class; join with JoinThroughAgent
+//                                (datapath/agent_job.h)
+//   WEFT_JOB_ID                  the job's id, unique per run (required with an agent
+//                                socket)
+//   WEFT_GPU                     the GPU this rank drives, index or PCI address (the
+//                                agent then prefers the NIC closest to it)
 //   WEFT_TRANSPORT               auto (default), rc or tcp
 //   WEFT_QOS_CLASS               training (default), storage or control
 //   WEFT_IB_HCA                  RDMA device to use, e.g. mlx5_0 (default: first active)
@@ -14,8 +24,7 @@
 //   WEFT_SOCKET_HOST             address this rank's TCP transport listens on
 //                                (default 127.0.0.1; set it on multi-node jobs)
 //   WEFT_SCOPE                   rendezvous key prefix (default "weft")
-// A node agent that knows the answers (which NIC, GID and class) exports these for the
-// job's processes.
+// Without an agent socket the NIC, GID and class come from the variables above.
 //
 // Example:
 //   ASSIGN_OR_RETURN(JobOptions options, JobOptions::FromEnvironment());
@@ -51,9 +60,18 @@ struct JobOptions {
   TransportKind transport = TransportKind::kAuto;
   std::string qos_class;
   std::string device;
+  uint32_t port = 1;  // of `device`
   std::optional<uint32_t> gid_index;
   std::string socket_host = "127.0.0.1";
   std::string scope = "weft";
+  // With an agent socket (datapath/agent_job.h): where it is, the job's id, the GPU.
+  std::string agent_socket;
+  std::string job_id;
+  std::string gpu;
+  // Set by JoinThroughAgent from the agent's answer: the traffic class to use (instead
+  // of the QoS class's), or why this rank offers no RDMA.
+  std::optional<uint8_t> traffic_class;
+  std::string no_rdma_reason;
   absl::Duration connect_timeout = absl::Seconds(300);
   CommunicatorOptions communicator;
 
@@ -65,10 +83,17 @@ struct JobOptions {
 
 class Job {
  public:
-  // Meets the other ranks and builds the communicator over `verbs` (the real
-  // libibverbs when null).
+  // Meets the other ranks through the TCP store at options.rendezvous_address and
+  // builds the communicator over `verbs` (the real libibverbs when null).
+  // FAILED_PRECONDITION when options.agent_socket is set (that needs
+  // JoinThroughAgent, which links gRPC).
   static absl::StatusOr<std::unique_ptr<Job>> Join(const JobOptions& options,
                                                    Verbs* verbs = nullptr);
+  // The same over a rendezvous the caller built (e.g. datapath/agent_rendezvous.h);
+  // the Job owns it from here on.
+  static absl::StatusOr<std::unique_ptr<Job>> JoinWith(const JobOptions& options,
+                                                       std::unique_ptr<Rendezvous> rendezvous,
+                                                       Verbs* verbs = nullptr);
   ~Job();
 
   Communicator& communicator() { return *communicator_; }
@@ -77,6 +102,10 @@ class Job {
 
  private:
   Job() = default;
+  static absl::StatusOr<std::unique_ptr<Job>> Build(const JobOptions& options,
+                                                    std::unique_ptr<TcpRendezvousServer> server,
+                                                    std::unique_ptr<Rendezvous> rendezvous,
+                                                    Verbs* verbs);
 
   std::unique_ptr<Verbs> owned_verbs_;
   std::unique_ptr<TcpRendezvousServer> server_;

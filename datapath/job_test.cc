@@ -64,6 +64,45 @@ TEST(JobOptionsTest, ErrorsNameTheVariableAndWhatIsAccepted) {
       JobOptions::FromEnvironment(Env({{"WEFT_RANK", "0"}, {"WEFT_WORLD_SIZE", "2"}})).ok());
 }
 
+TEST(JobOptionsTest, AnAgentSocketReplacesTheStoreAndNeedsAJobId) {
+  absl::StatusOr<JobOptions> options = JobOptions::FromEnvironment(
+      Env({{"WEFT_RANK", "1"},
+           {"WEFT_WORLD_SIZE", "4"},
+           {"WEFT_AGENT_SOCKET", "/run/weft/agent.sock"},
+           {"WEFT_JOB_ID", "slurm-881.0"},
+           {"WEFT_GPU", "0000:1b:00.0"}}));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->agent_socket, "/run/weft/agent.sock");
+  EXPECT_EQ(options->job_id, "slurm-881.0");
+  EXPECT_EQ(options->gpu, "0000:1b:00.0");
+  EXPECT_TRUE(options->rendezvous_address.empty());
+
+  EXPECT_EQ(JobOptions::FromEnvironment(Env({{"WEFT_RANK", "0"},
+                                             {"WEFT_WORLD_SIZE", "2"},
+                                             {"WEFT_AGENT_SOCKET", "/run/weft/agent.sock"}}))
+                .status()
+                .message(),
+            "WEFT_JOB_ID must name the job (the same for all its ranks, unique per run) when "
+            "WEFT_AGENT_SOCKET is set");
+  EXPECT_EQ(JobOptions::FromEnvironment(Env({{"WEFT_RANK", "0"},
+                                             {"WEFT_WORLD_SIZE", "2"},
+                                             {"WEFT_AGENT_SOCKET", "agent.sock"},
+                                             {"WEFT_JOB_ID", "j"}}))
+                .status()
+                .message(),
+            "WEFT_AGENT_SOCKET='agent.sock' is not valid; accepted: an absolute path");
+}
+
+TEST(JobTest, JoinRefusesAnAgentSocketItCannotUse) {
+  JobOptions options;
+  options.agent_socket = "/run/weft/agent.sock";
+  options.job_id = "j";
+  absl::StatusOr<std::unique_ptr<Job>> job = Job::Join(options);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(job.status().message().find("join with JoinThroughAgent"), std::string::npos);
+}
+
 TEST(JobTest, RanksMeetThroughAStoreAndAllReduceOverRc) {
   auto server = TcpRendezvousServer::Start("127.0.0.1", 0);
   ASSERT_TRUE(server.ok());

@@ -62,7 +62,9 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateTransport(Verbs& verbs, Rendezv
                                                            TransportChoice* choice_out) {
   bool local_rdma = false;
   std::string no_device_reason;
-  if (request.kind != TransportKind::kTcp) {
+  if (!request.no_rdma_reason.empty()) {
+    no_device_reason = request.no_rdma_reason;
+  } else if (request.kind != TransportKind::kTcp) {
     absl::StatusOr<std::vector<DeviceInfo>> devices = verbs.ListDevices();
     if (!devices.ok()) {
       no_device_reason = absl::StrCat("no usable RDMA device (", devices.status().message(), ")");

@@ -42,6 +42,10 @@ struct TransportRequest {
   std::string qos_class;
   // ... unless this is set.
   std::optional<uint8_t> traffic_class;
+  // Non-empty: this rank offers no RDMA whatever its devices, and this is why (e.g.
+  // the node agent found no ACTIVE RoCE port); the job then runs over TCP (or fails,
+  // when RC was asked for) and the choice's reason says so.
+  std::string no_rdma_reason;
   // Prefix of every rendezvous key: unique per communicator of the job.
   std::string scope = "weft";
   RcTransportOptions rc;

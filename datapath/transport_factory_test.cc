@@ -124,6 +124,23 @@ TEST(CreateTransportTest, NoDeviceAnywhereSaysSo) {
             "no RDMA device found (ibv_get_device_list returned 0 devices)");
 }
 
+TEST(CreateTransportTest, RanksThatOfferNoRdmaMakeTheJobUseTcpAndSayWhy) {
+  TransportRequest request;
+  request.no_rdma_reason = "the node agent found no ACTIVE RoCE port (mlx5_0 port 1: port is DOWN)";
+  auto built = Build({true, true}, request);  // devices, but the agent says they are unusable
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(built->statuses[r].ok()) << built->statuses[r];
+    EXPECT_EQ(built->transports[r]->name(), "tcp");
+    EXPECT_EQ(built->choices[r].reason, request.no_rdma_reason);
+  }
+  request.kind = TransportKind::kRc;
+  built = Build({true, true}, request);
+  EXPECT_EQ(built->statuses[0].code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(built->statuses[0].message(),
+            "RC transport requested but the node agent found no ACTIVE RoCE port (mlx5_0 port 1: "
+            "port is DOWN)");
+}
+
 TEST(CreateTransportTest, TcpOnRequestEvenWithDevices) {
   TransportRequest request;
   request.kind = TransportKind::kTcp;

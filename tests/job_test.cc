@@ -1,0 +1,148 @@
+// Multi-process test of the job data path: a real weft-controller, two real
+// weft-agent processes (simulated NICs and GPUs), each serving its own job socket, and
+// job processes (tests/job_rank, linking libweft and its agent client) that ask their
+// agent for a path, meet through agents and controller, and all-reduce over TCP.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/subprocess.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+using weft::testing::FreePort;
+using weft::testing::Subprocess;
+using weft::testing::TempPath;
+
+constexpr char kController[] = "controller/weft-controller";
+constexpr char kAgent[] = "agent/weft-agent";
+constexpr char kRank[] = "tests/job_rank";
+
+// Whether this machine has an RDMA device; the ranks would then try RC on the
+// simulated agents' device names, which is not what this test is about.
+bool HasRdmaDevice() {
+  DIR* dir = opendir("/sys/class/infiniband");
+  if (dir == nullptr) return false;
+  bool found = false;
+  while (dirent* entry = readdir(dir)) found |= entry->d_name[0] != '.';
+  closedir(dir);
+  return found;
+}
+
+bool IsSocket(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+class JobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (HasRdmaDevice()) GTEST_SKIP() << "this machine has an RDMA device; the test needs TCP";
+    const int port = FreePort();
+    controller_address_ = absl::StrCat("127.0.0.1:", port);
+    state_dir_ = TempPath(absl::StrCat(TestName(), ".state"));
+    controller_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
+                                 absl::StrCat("127.0.0.1:", FreePort()), "--state_dir",
+                                 state_dir_},
+        TempPath(absl::StrCat(TestName(), ".controller.log")));
+    ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller_->Log();
+    for (const std::string node : {"node-a", "node-b"}) {
+      // Unix socket paths must stay under 108 bytes: not under TEST_TMPDIR.
+      const std::string socket = absl::StrCat("/tmp/weft-jobtest-", getpid(), "-", node, ".sock");
+      sockets_[node] = socket;
+      agents_[node] = std::make_unique<Subprocess>(
+          std::vector<std::string>{kAgent, "--node", node, "--controller", controller_address_,
+                                   "--metrics", "off", "--health", "off", "--interval_ms=200",
+                                   "--nics=2", "--gpus=2", "--job_socket", socket},
+          TempPath(absl::StrCat(TestName(), ".", node, ".log")));
+    }
+    for (const auto& [node, socket] : sockets_) {
+      const absl::Time deadline = absl::Now() + absl::Seconds(10);
+      while (!IsSocket(socket) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+      ASSERT_TRUE(IsSocket(socket)) << agents_[node]->Log();
+    }
+  }
+
+  static std::string TestName() {
+    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+  // Rank `rank` of `size` on `node`, driving GPU `gpu`.
+  std::unique_ptr<Subprocess> StartRank(const std::string& job, int rank, int size,
+                                        const std::string& node, int gpu, int timeout_ms) {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{"/usr/bin/env",
+                                 absl::StrCat("WEFT_RANK=", rank),
+                                 absl::StrCat("WEFT_WORLD_SIZE=", size),
+                                 "WEFT_AGENT_SOCKET=" + sockets_[node],
+                                 "WEFT_JOB_ID=" + job,
+                                 absl::StrCat("WEFT_GPU=", gpu),
+                                 "WEFT_QOS_CLASS=storage",
+                                 kRank,
+                                 absl::StrCat("--timeout_ms=", timeout_ms)},
+        TempPath(absl::StrCat(TestName(), ".rank", rank, ".log")));
+  }
+
+  std::string controller_address_;
+  std::string state_dir_;
+  std::unique_ptr<Subprocess> controller_;
+  std::map<std::string, std::string> sockets_;
+  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
+};
+
+TEST_F(JobTest, FourRanksOnTwoAgentsChooseTheirPathMeetAndAllReduce) {
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  for (int rank = 0; rank < 4; ++rank) {
+    ranks.push_back(StartRank("job-ok", rank, 4, rank < 2 ? "node-a" : "node-b", rank % 2, 30000));
+  }
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::optional<int> exit = ranks[rank]->Wait(absl::Seconds(60));
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n" << ranks[rank]->Log();
+    EXPECT_EQ(*exit, 0) << ranks[rank]->Log();
+    const std::string log = ranks[rank]->Log();
+    EXPECT_THAT(log, HasSubstr(absl::StrCat("rank=", rank, " ok")));
+    // The agent's answer: GPU g's closest simulated NIC is mlx5_g, RoCE v2 IPv4 GID 3,
+    // storage class (DSCP 24 -> 98); then TCP, since this process has no RDMA device.
+    EXPECT_THAT(log, HasSubstr(absl::StrCat("device=mlx5_", rank % 2, " gid_index=3 "
+                                            "traffic_class=98 transport=tcp")));
+    EXPECT_THAT(log, HasSubstr("reason=\"no RDMA device found"));
+  }
+}
+
+TEST_F(JobTest, ARankThatNeverStartsIsNamedWithinTheTimeout) {
+  constexpr int kTimeoutMs = 3000;
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  const absl::Time start = absl::Now();
+  for (int rank = 0; rank < 3; ++rank) {  // rank 3 never starts
+    ranks.push_back(
+        StartRank("job-short", rank, 4, rank < 2 ? "node-a" : "node-b", rank % 2, kTimeoutMs));
+  }
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::optional<int> exit = ranks[rank]->Wait(absl::Seconds(30));
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n" << ranks[rank]->Log();
+    EXPECT_EQ(*exit, 1) << ranks[rank]->Log();
+    EXPECT_THAT(ranks[rank]->Log(),
+                HasSubstr("DEADLINE_EXCEEDED: rendezvous job 'job-short' key 'weft/transport': "
+                          "rank 3 never arrived"));
+  }
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(kTimeoutMs));
+  EXPECT_LT(took, absl::Milliseconds(kTimeoutMs) + absl::Seconds(5))
+      << "the error comes at the timeout, not after gRPC's own deadline";
+}
+
+}  // namespace
+}  // namespace weft
