@@ -20,6 +20,10 @@
 //                        a newer Register arrives)
 //   ALREADY_EXISTS       the session already has an open stream
 //   UNAVAILABLE          the controller is shutting down (FinishAllStreams)
+//   UNAUTHENTICATED, PERMISSION_DENIED
+//                        with verify_node_identity: no node certificate, or the hello
+//                        (or the RegisterRequest) names another node than the
+//                        certificate's CN (security/identity.h)
 //
 // Thread-safety: all public methods may be called from any thread. Lock order:
 // AgentServiceImpl::mu_, then a stream's own mutex, then the Inventory's.
@@ -36,6 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "controller/controller_metrics.h"
+#include "controller/desired_state_listener.h"
 #include "controller/inventory.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
@@ -47,6 +52,9 @@ struct AgentServiceOptions {
   // Told to agents in RegisterResponse; the interval liveness is judged against.
   uint32_t telemetry_interval_ms = 1000;
   std::string controller_version;
+  // mTLS: an agent may register and stream only as the node its certificate's CN
+  // names. Off on a plaintext listener, where there is no certificate.
+  bool verify_node_identity = false;
 };
 
 class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
@@ -79,6 +87,11 @@ class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
   // Streams currently open, attached to a node or not.
   size_t open_streams() const;
 
+  // Hands each accepted hello's applied_version, every DesiredStateAck and each
+  // telemetry batch's tunables status to `listener` (nullptr: nobody), on the reactor
+  // threads. Call before the server starts; `listener` must outlive the service.
+  void SetDesiredStateListener(DesiredStateListener* listener) { listener_ = listener; }
+
  private:
   class AgentStream;
 
@@ -96,6 +109,7 @@ class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
   Inventory* const inventory_;
   ControllerMetrics* const metrics_;
   const AgentServiceOptions options_;
+  DesiredStateListener* listener_ = nullptr;  // set before serving, then read-only
 
   mutable absl::Mutex mu_;
   absl::flat_hash_set<AgentStream*> open_ ABSL_GUARDED_BY(mu_);

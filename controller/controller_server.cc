@@ -7,6 +7,8 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "security/credentials.h"
+#include "security/tokens.h"
 
 namespace weft::controller {
 namespace {
@@ -23,23 +25,25 @@ std::string WithPort(const std::string& address, int port) {
 }  // namespace
 
 ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
-                                   std::shared_ptr<prometheus::Registry> registry)
+                                   std::shared_ptr<prometheus::Registry> registry,
+                                   store::ControllerStore* store)
     : config_(std::move(config)),
       clock_(clock),
       registry_(std::move(registry)),
       metrics_(*registry_),
-      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_),
+      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_, store),
       agent_service_(&inventory_, &metrics_,
-                     AgentServiceOptions{config_.telemetry_interval_ms(),
-                                         kControllerVersion}),
-      admin_service_(&inventory_),
+                     AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
+                                         security::TlsEnabled(config_.tls())}),
+      admin_service_(&inventory_, &audit_log_, clock_),
       placement_metrics_(*registry_),
       placement_(&inventory_, clock_,
                  PlacementOptions{{},
                                   CongestionScale::FromThresholds(
                                       InventoryOptions::FromConfig(config_).health)},
-                 &placement_metrics_),
-      placement_service_(&placement_) {}
+                 &placement_metrics_, store),
+      placement_service_(&placement_),
+      store_(store) {}
 
 ControllerServer::~ControllerServer() { Stop(); }
 
@@ -54,6 +58,45 @@ absl::Status ControllerServer::Start() {
         config_.window_samples(), "); run ValidateControllerConfig first"));
   }
 
+  // The durable state is back before anyone can call: an agent registering now gets
+  // an epoch above every one granted before the restart.
+  RETURN_IF_ERROR(inventory_.Restore());
+  RETURN_IF_ERROR(placement_.Restore());
+
+  // Credentials first: a bad TLS or tokens file fails Start before anything runs.
+  std::shared_ptr<const security::TokenTable> tokens;
+  if (!config_.tokens_file().empty()) {
+    ASSIGN_OR_RETURN(security::TokenTable table,
+                     security::TokenTable::LoadFile(config_.tokens_file()));
+    tokens = std::make_shared<const security::TokenTable>(std::move(table));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   security::MakeServerCredentials(
+                       config_.tls(), std::make_shared<security::AuthProcessor>(
+                                          tokens, clock_, &audit_sink_)));
+  if (!security::TlsEnabled(config_.tls())) {
+    WEFT_LOG(WARNING) << "gRPC is PLAINTEXT on " << config_.listen_address()
+                      << ": no TLS, no authentication, no roles (set tls in the config for "
+                         "mTLS; see deploy/examples/controller.yaml)";
+  }
+
+  // Rollouts are recovered before agents can connect (controller/rollout_manager.h).
+  if (config_.state_dir().empty()) {
+    WEFT_LOG(WARNING) << "no state_dir: rollouts are kept in memory only";
+    rollout_store_ = std::make_unique<MemoryRolloutStore>();
+  } else {
+    ASSIGN_OR_RETURN(rollout_store_, FileRolloutStore::Open(
+                                         absl::StrCat(config_.state_dir(), "/rollouts")));
+  }
+  rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,
+                                               rollout_store_.get(), &rollout_metrics_, clock_);
+  RETURN_IF_ERROR(rollouts_->Recover());
+  rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get());
+  desired_state_.SetSender([this](const std::string& node, weft::v1::ControllerMessage m) {
+    return agent_service_.SendToNode(node, std::move(m));
+  });
+  agent_service_.SetDesiredStateListener(&desired_state_);
+
   ASSIGN_OR_RETURN(metrics_server_,
                    MetricsServer::Start(config_.metrics_address(), registry_));
 
@@ -67,11 +110,16 @@ absl::Status ControllerServer::Start() {
   // control windows for bulk transfers; agent messages are a few KiB a second, far
   // inside the default 64 KiB window.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(),
-                           &grpc_port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(
+      std::make_unique<security::AuditInterceptorFactory>(tokens, clock_, &audit_sink_));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.AddListeningPort(config_.listen_address(), credentials, &grpc_port_);
   builder.RegisterService(&agent_service_);
   builder.RegisterService(&admin_service_);
   builder.RegisterService(&placement_service_);
+  builder.RegisterService(rollout_service_.get());
   builder.RegisterService(&rendezvous_service_);
   grpc_server_ = builder.BuildAndStart();
   if (grpc_server_ == nullptr || grpc_port_ == 0) {
@@ -87,6 +135,7 @@ absl::Status ControllerServer::Start() {
   health->SetServingStatus(weft::v1::AgentService::service_full_name(), true);
   health->SetServingStatus(weft::v1::AdminService::service_full_name(), true);
   health->SetServingStatus(weft::v1::PlacementService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::RolloutService::service_full_name(), true);
   health->SetServingStatus(weft::v1::RendezvousService::service_full_name(), true);
   rendezvous_service_.Start();
 
@@ -95,11 +144,23 @@ absl::Status ControllerServer::Start() {
   return absl::OkStatus();
 }
 
+absl::Status ControllerServer::AuditLogSink::Record(const security::AuditRecord& record) {
+  AuditEntry entry;
+  entry.at = record.at;
+  entry.who = record.who.name;
+  entry.role = std::string(security::RoleName(record.who.role));
+  entry.method = record.method;
+  entry.target = record.target;
+  entry.result = AuditResult(record.result);
+  return log_->Record(entry);
+}
+
 void ControllerServer::RunTicker() {
   const absl::Duration period = absl::Milliseconds(config_.telemetry_interval_ms()) / 4;
   while (!stop_ticker_.WaitForNotificationWithTimeout(period)) {
     inventory_.Sweep();
     placement_.RefreshGauges();
+    rollouts_->Tick();
   }
 }
 

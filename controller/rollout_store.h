@@ -13,6 +13,7 @@
 #ifndef WEFT_CONTROLLER_ROLLOUT_STORE_H_
 #define WEFT_CONTROLLER_ROLLOUT_STORE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,18 @@ class FileRolloutStore final : public RolloutStore {
  private:
   explicit FileRolloutStore(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
+};
+
+// Keeps the records in memory only: a controller without a state_dir (tests, a demo)
+// forgets its rollouts when it stops.
+class MemoryRolloutStore final : public RolloutStore {
+ public:
+  absl::Status Save(const weft::v1::Rollout& rollout) override;
+  absl::StatusOr<StoredRollouts> LoadAll() override;
+  absl::Status Quarantine(const std::string& path) override;
+
+ private:
+  std::map<std::string, weft::v1::Rollout> records_;
 };
 
 }  // namespace weft::controller

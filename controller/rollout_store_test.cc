@@ -83,5 +83,14 @@ TEST(FileRolloutStoreTest, SaveIntoAMissingDirectoryNamesThePath) {
   EXPECT_THAT(saved.message(), HasSubstr(dir));
 }
 
+TEST(MemoryRolloutStoreTest, KeepsTheNewestRecordPerId) {
+  MemoryRolloutStore store;
+  ASSERT_TRUE(store.Save(Record("rollout-1", weft::v1::ROLLOUT_PHASE_CANARY)).ok());
+  ASSERT_TRUE(store.Save(Record("rollout-1", weft::v1::ROLLOUT_PHASE_WAVE)).ok());
+  absl::StatusOr<StoredRollouts> loaded = store.LoadAll();
+  ASSERT_EQ(loaded->rollouts.size(), 1u);
+  EXPECT_EQ(loaded->rollouts[0].phase(), weft::v1::ROLLOUT_PHASE_WAVE);
+}
+
 }  // namespace
 }  // namespace weft::controller
