@@ -7,8 +7,6 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "security/credentials.h"
-#include "security/tokens.h"
 
 namespace weft::controller {
 namespace {
@@ -25,25 +23,23 @@ std::string WithPort(const std::string& address, int port) {
 }  // namespace
 
 ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
-                                   std::shared_ptr<prometheus::Registry> registry,
-                                   store::ControllerStore* store)
+                                   std::shared_ptr<prometheus::Registry> registry)
     : config_(std::move(config)),
       clock_(clock),
       registry_(std::move(registry)),
       metrics_(*registry_),
-      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_, store),
+      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_),
       agent_service_(&inventory_, &metrics_,
-                     AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
-                                         security::TlsEnabled(config_.tls())}),
-      admin_service_(&inventory_, &audit_log_, clock_),
+                     AgentServiceOptions{config_.telemetry_interval_ms(),
+                                         kControllerVersion}),
+      admin_service_(&inventory_),
       placement_metrics_(*registry_),
       placement_(&inventory_, clock_,
                  PlacementOptions{{},
                                   CongestionScale::FromThresholds(
                                       InventoryOptions::FromConfig(config_).health)},
-                 &placement_metrics_, store),
-      placement_service_(&placement_),
-      store_(store) {}
+                 &placement_metrics_),
+      placement_service_(&placement_) {}
 
 ControllerServer::~ControllerServer() { Stop(); }
 
@@ -56,28 +52,6 @@ absl::Status ControllerServer::Start() {
         "window_samples above 0 (got ",
         config_.telemetry_interval_ms(), ", ", config_.down_after_intervals(), ", ",
         config_.window_samples(), "); run ValidateControllerConfig first"));
-  }
-
-  // The durable state is back before anyone can call: an agent registering now gets
-  // an epoch above every one granted before the restart.
-  RETURN_IF_ERROR(inventory_.Restore());
-  RETURN_IF_ERROR(placement_.Restore());
-
-  // Credentials first: a bad TLS or tokens file fails Start before anything runs.
-  std::shared_ptr<const security::TokenTable> tokens;
-  if (!config_.tokens_file().empty()) {
-    ASSIGN_OR_RETURN(security::TokenTable table,
-                     security::TokenTable::LoadFile(config_.tokens_file()));
-    tokens = std::make_shared<const security::TokenTable>(std::move(table));
-  }
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                   security::MakeServerCredentials(
-                       config_.tls(), std::make_shared<security::AuthProcessor>(
-                                          tokens, clock_, &audit_sink_)));
-  if (!security::TlsEnabled(config_.tls())) {
-    WEFT_LOG(WARNING) << "gRPC is PLAINTEXT on " << config_.listen_address()
-                      << ": no TLS, no authentication, no roles (set tls in the config for "
-                         "mTLS; see deploy/examples/controller.yaml)";
   }
 
   // Rollouts are recovered before agents can connect (controller/rollout_manager.h).
@@ -110,12 +84,8 @@ absl::Status ControllerServer::Start() {
   // control windows for bulk transfers; agent messages are a few KiB a second, far
   // inside the default 64 KiB window.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-      interceptors;
-  interceptors.push_back(
-      std::make_unique<security::AuditInterceptorFactory>(tokens, clock_, &audit_sink_));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  builder.AddListeningPort(config_.listen_address(), credentials, &grpc_port_);
+  builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(),
+                           &grpc_port_);
   builder.RegisterService(&agent_service_);
   builder.RegisterService(&admin_service_);
   builder.RegisterService(&placement_service_);
@@ -142,17 +112,6 @@ absl::Status ControllerServer::Start() {
   ticker_ = std::thread([this] { RunTicker(); });
   started_ = true;
   return absl::OkStatus();
-}
-
-absl::Status ControllerServer::AuditLogSink::Record(const security::AuditRecord& record) {
-  AuditEntry entry;
-  entry.at = record.at;
-  entry.who = record.who.name;
-  entry.role = std::string(security::RoleName(record.who.role));
-  entry.method = record.method;
-  entry.target = record.target;
-  entry.result = AuditResult(record.result);
-  return log_->Record(entry);
 }
 
 void ControllerServer::RunTicker() {

@@ -7,12 +7,6 @@
 // telemetry_interval / 4 (the Clock decides what "too long" means, so tests drive
 // liveness, health and lease expiry with a FakeClock).
 //
-// Security (security/): with config.tls set, the server speaks mTLS and every call
-// passes the AuthProcessor (caller from certificate or bearer token, role checked
-// against security/policy.cc); without it, plaintext (validated to be loopback-only
-// unless insecure) with a warning. Either way every mutating call is written to the
-// AuditLog.
-//
 // It also owns the QoS/DCQCN desired state of every node (DesiredStateManager, fed by
 // the agent streams) and the RolloutManager behind RolloutService, whose records live
 // under state_dir/rollouts; the ticker steps the active rollout.
@@ -39,7 +33,6 @@
 #include "common/metrics_server.h"
 #include "controller/admin_service.h"
 #include "controller/agent_service.h"
-#include "controller/audit_log.h"
 #include "controller/controller_metrics.h"
 #include "controller/inventory.h"
 #include "controller/placement_manager.h"
@@ -54,7 +47,6 @@
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "proto/weft/v1/config.pb.h"
-#include "security/server_auth.h"
 
 namespace weft::controller {
 
@@ -65,12 +57,9 @@ class ControllerServer {
  public:
   // `config` should have passed ValidateControllerConfig (common/daemon_config.h).
   // `clock` must outlive the server; `registry` receives the controller's metrics and
-  // is what /metrics serves. `store` (store/controller_store.h; main.cc opens it in
-  // config.state_dir) makes nodes, drains, reservations, events and the audit log
-  // durable and must outlive the server; without one everything is in memory.
+  // is what /metrics serves.
   ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
-                   std::shared_ptr<prometheus::Registry> registry,
-                   store::ControllerStore* store = nullptr);
+                   std::shared_ptr<prometheus::Registry> registry);
   ~ControllerServer();
 
   ControllerServer(const ControllerServer&) = delete;
@@ -79,11 +68,7 @@ class ControllerServer {
   // Binds listen_address (gRPC) and metrics_address (/metrics) — port 0 picks a free
   // port — and starts serving and the liveness ticker. UNAVAILABLE when an address
   // cannot be bound; INVALID_ARGUMENT when the config's interval, threshold or window
-  // is zero, or a TLS or tokens file is not PEM / not well formed; NOT_FOUND when a
-  // TLS or tokens file cannot be read; FAILED_PRECONDITION when called twice. With a
-  // store, first restores the inventory's nodes and drains, the event log and the
-  // live reservations (the store's error when they cannot be read). On failure
-  // nothing keeps running.
+  // is zero; FAILED_PRECONDITION when called twice. On failure nothing keeps running.
   absl::Status Start();
 
   // Marks the health service NOT_SERVING, ends agent streams with UNAVAILABLE, shuts
@@ -100,19 +85,8 @@ class ControllerServer {
   AgentServiceImpl& agent_service() { return agent_service_; }
   PlacementManager& placement() { return placement_; }
   DesiredStateManager& desired_state() { return desired_state_; }
-  AuditLog& audit_log() { return audit_log_; }
 
  private:
-  // security::AuditSink over audit_log_.
-  class AuditLogSink final : public security::AuditSink {
-   public:
-    explicit AuditLogSink(AuditLog* log) : log_(log) {}
-    absl::Status Record(const security::AuditRecord& record) override;
-
-   private:
-    AuditLog* const log_;
-  };
-
   void RunTicker();
 
   const weft::v1::ControllerConfig config_;
@@ -134,9 +108,6 @@ class ControllerServer {
   std::unique_ptr<RolloutServiceImpl> rollout_service_;
   // Where agents relay their jobs' rendezvous (job.proto); its own sweeper thread.
   RendezvousServiceImpl rendezvous_service_{clock_, *registry_};
-  store::ControllerStore* const store_;
-  AuditLog audit_log_{store_};
-  AuditLogSink audit_sink_{&audit_log_};
 
   bool started_ = false;
   bool stopped_ = false;
