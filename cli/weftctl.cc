@@ -26,6 +26,10 @@
 //     prometheus targets [--out FILE]
 //                                   the agents' /metrics as a Prometheus file_sd file
 //                                   (cli/prometheus_command.h)
+//     policy validate FILE          a QoS/DCQCN policy, offline (cli/policy_command.h)
+//     policy diff FILE              what it would change on the controller's nodes
+//     rollout start FILE | status [ID] | pause | resume | abort [--reason R] | history
+//                                   staged rollout of a policy (cli/rollout_command.h)
 // Flags may be written with dashes or underscores (--gpus-per-node, --gpus_per_node).
 //
 // Exit status: 0 on success, 1 when the controller (or the offline engine) refuses or
@@ -46,6 +50,8 @@
 #include "cli/flag_spelling.h"
 #include "cli/node_format.h"
 #include "cli/place_command.h"
+#include "cli/policy_command.h"
+#include "cli/rollout_command.h"
 #include "cli/prometheus_command.h"
 #include "cli/topology_check.h"
 #include "cli/topology_export.h"
@@ -127,6 +133,10 @@ constexpr char kUsage[] =
     "  reservations                list the live reservations\n"
     "  topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]\n"
     "                              the rack and pod tiers for Slurm, Kubernetes or tools\n"
+    "  policy validate FILE        check a QoS/DCQCN policy offline (no controller)\n"
+    "  policy diff FILE            what the policy would change, per parameter and node count\n"
+    "  rollout start FILE | status [ID] | pause [ID] | resume [ID] | abort [ID] [--reason R]\n"
+    "        | history             staged rollout of a policy: canary, bake, waves, rollback\n"
     "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
     "                              LLDP cabling against the design; exit 1 on findings\n"
     "  prometheus targets [--out FILE]\n"
@@ -510,6 +520,15 @@ int main(int argc, char** argv) {
   }
   auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_controller),
                                      grpc::InsecureChannelCredentials());
+  if (args[0] == "policy" || args[0] == "rollout") {
+    auto rollouts = weft::v1::RolloutService::NewStub(channel);
+    const weft::RolloutCliOptions options{absl::GetFlag(FLAGS_controller), output == "json",
+                                          absl::GetFlag(FLAGS_timeout_ms),
+                                          absl::GetFlag(FLAGS_reason)};
+    return args[0] == "policy"
+               ? weft::RunPolicyCommand(args, *rollouts, options, std::cout, std::cerr)
+               : weft::RunRolloutCommand(args, *rollouts, options, std::cout, std::cerr);
+  }
   weft::Weftctl weftctl(channel, output == "json");
   return weftctl.Run(args);
 }
