@@ -5,14 +5,42 @@
 #include <utility>
 #include <vector>
 
+#include "common/logging.h"
+
 namespace weft::controller {
 
-EventLog::EventLog(size_t capacity) : capacity_(std::max<size_t>(1, capacity)) {}
+EventLog::EventLog(size_t capacity, store::ControllerStore* store)
+    : capacity_(std::max<size_t>(1, capacity)), store_(store) {}
+
+absl::Status EventLog::Restore() {
+  if (store_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::vector<weft::v1::Event>> stored = store_->LoadEvents(capacity_);
+  if (!stored.ok()) return stored.status();
+  absl::MutexLock lock(&mu_);
+  events_.assign(std::make_move_iterator(stored->begin()),
+                 std::make_move_iterator(stored->end()));
+  if (!events_.empty()) {
+    next_sequence_ = events_.back().sequence() + 1;
+    // Events before the oldest one kept were pruned: answers reaching back that far
+    // are marked truncated.
+    evicted_ = events_.front().sequence() - 1;
+    if (evicted_ > 0) newest_evicted_us_ = events_.front().time_us();
+  }
+  return absl::OkStatus();
+}
 
 uint64_t EventLog::Append(weft::v1::Event event) {
   absl::MutexLock lock(&mu_);
   const uint64_t sequence = next_sequence_++;
   event.set_sequence(sequence);
+  if (store_ != nullptr) {
+    absl::Status stored = store_->AppendEvent(event);
+    if (stored.ok() && sequence % kPruneEvery == 0) stored = store_->PruneEvents(capacity_);
+    if (!stored.ok()) {
+      WEFT_LOG(WARNING) << "event not persisted sequence=" << sequence << " error=\""
+                        << stored.message() << "\"";
+    }
+  }
   if (events_.size() >= capacity_) {
     newest_evicted_us_ = std::max(newest_evicted_us_, events_.front().time_us());
     events_.pop_front();

@@ -3,10 +3,17 @@
 // with the numbers that fired them, registrations. The inventory appends; the
 // AdminService's ListEvents reads. When full, the oldest event is evicted; the log
 // remembers that it did, so a reader learns that its answer may be incomplete.
-// (Persisting events is a later step; this class is the in-memory ring.)
 //
-// Thread-safe: one internal mutex, held only to copy events in or out. Callers may
-// hold their own locks while appending (the inventory does); the log calls nothing.
+// With a ControllerStore the ring is a view of a durable log: Append writes every
+// event through (synchronous=NORMAL: it survives a kill -9 of the controller, not a
+// power cut; events are not acknowledged to anyone), the database is pruned to the
+// same capacity every kPruneEvery appends, and Restore() refills the ring and the
+// sequence numbers after a restart. A failed write is logged and the event kept in
+// memory: the log never blocks the inventory on a full disk.
+//
+// Thread-safe: one internal mutex, held to copy events in or out and for the store
+// write. Callers may hold their own locks while appending (the inventory does); the
+// log calls nothing but the store.
 //
 // Example:
 //   EventLog log(10000);
@@ -27,9 +34,11 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/weft/v1/admin.pb.h"
+#include "store/controller_store.h"
 
 namespace weft::controller {
 
@@ -44,8 +53,16 @@ struct EventQuery {
 
 class EventLog {
  public:
-  // Keeps at most `capacity` events (at least 1).
-  explicit EventLog(size_t capacity);
+  // Keeps at most `capacity` events (at least 1). `store`, when not null, must
+  // outlive the log.
+  explicit EventLog(size_t capacity, store::ControllerStore* store = nullptr);
+
+  // Appends between two prunings of the database.
+  static constexpr uint64_t kPruneEvery = 256;
+
+  // Loads the newest `capacity` stored events; the next sequence follows the newest.
+  // Call once, before Append. OK without a store.
+  absl::Status Restore();
 
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
@@ -65,6 +82,7 @@ class EventLog {
 
  private:
   const size_t capacity_;
+  store::ControllerStore* const store_;
   mutable absl::Mutex mu_;
   std::deque<weft::v1::Event> events_ ABSL_GUARDED_BY(mu_);
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "store/controller_store.h"
 
 namespace weft::controller {
 namespace {
@@ -95,6 +96,45 @@ TEST(EventLogTest, CapacityIsAtLeastOne) {
   log.Append(At(1, "b"));
   EXPECT_EQ(log.capacity(), 1u);
   EXPECT_EQ(Messages(log.List(EventQuery())), (std::vector<std::string>{"at 1"}));
+}
+
+TEST(EventLogStoreTest, RestoreRefillsTheRingAndContinuesSequences) {
+  auto store = store::ControllerStore::OpenInMemory();
+  ASSERT_TRUE(store.ok());
+  {
+    EventLog log(3, store->get());
+    ASSERT_TRUE(log.Restore().ok());
+    for (int i = 1; i <= 5; ++i) {
+      weft::v1::Event event;
+      event.set_time_us(i * 1000);
+      event.set_node(i % 2 == 0 ? "even" : "odd");
+      log.Append(std::move(event));
+    }
+  }
+  EventLog log(3, store->get());
+  ASSERT_TRUE(log.Restore().ok());
+  EXPECT_EQ(log.size(), 3u);
+  weft::v1::ListEventsResponse all = log.List({});
+  ASSERT_EQ(all.events_size(), 3);
+  EXPECT_EQ(all.events(0).sequence(), 3u);
+  EXPECT_EQ(all.events(2).sequence(), 5u);
+  // Events 1 and 2 are gone: an answer reaching back to them says so.
+  EXPECT_TRUE(all.truncated());
+  EventQuery recent;
+  recent.since = absl::FromUnixMicros(4000);
+  EXPECT_FALSE(log.List(recent).truncated());
+  EXPECT_EQ(log.Append(weft::v1::Event()), 6u);
+}
+
+TEST(EventLogStoreTest, DatabaseIsPrunedToCapacity) {
+  auto store = store::ControllerStore::OpenInMemory();
+  ASSERT_TRUE(store.ok());
+  EventLog log(10, store->get());
+  for (uint64_t i = 0; i < EventLog::kPruneEvery; ++i) log.Append(weft::v1::Event());
+  auto stored = (*store)->LoadEvents(1'000'000);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->size(), 10u);
+  EXPECT_EQ(stored->back().sequence(), EventLog::kPruneEvery);
 }
 
 }  // namespace

@@ -88,12 +88,75 @@ absl::string_view SessionRejectReason(const absl::Status& status) {
 }
 
 Inventory::Inventory(const Clock* clock, InventoryOptions options,
-                     ControllerMetrics* metrics)
+                     ControllerMetrics* metrics, store::ControllerStore* store)
     : clock_(clock),
       options_(options),
       down_after_(options.telemetry_interval * options.down_after_intervals),
       metrics_(metrics),
-      events_(options.event_log_capacity) {}
+      store_(store),
+      events_(options.event_log_capacity, store) {}
+
+absl::Status Inventory::Restore() {
+  if (store_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::vector<store::StoredNode>> stored = store_->LoadNodes();
+  if (!stored.ok()) return stored.status();
+  // Reserve the next epoch block of every node before granting any epoch.
+  for (store::StoredNode& node : *stored) node.epoch_ceiling += kEpochBlock;
+  if (absl::Status raised = store_->PutNodes(*stored); !raised.ok()) return raised;
+  if (absl::Status events = events_.Restore(); !events.ok()) return events;
+
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  for (store::StoredNode& stored_node : *stored) {
+    Node& node = nodes_[stored_node.name];
+    node.health = HealthTracker(options_.health_timings);
+    node.sick_or_clean_since = now;
+    // Not heard from since the restart: DOWN until its agent registers again.
+    node.reporting = false;
+    node.last_seen = absl::UnixEpoch();
+    node.registered_at = absl::UnixEpoch();
+    node.pod = stored_node.pod;
+    node.rack = stored_node.rack;
+    node.info = std::move(stored_node.info);
+    for (const weft::v1::Nic& nic : node.info.nics()) node.nics.push_back(NicState{nic});
+    // Epochs up to the old ceiling may have been granted; none above it.
+    node.epoch = stored_node.epoch_ceiling - kEpochBlock;
+    node.epoch_ceiling = stored_node.epoch_ceiling;
+    node.drained = stored_node.drained;
+    node.drained_by = stored_node.drained_by;
+    node.drain_reason = std::move(stored_node.drain_reason);
+    node.drained_who = std::move(stored_node.drained_who);
+    Summarize(node);
+    AddToStateCount(StateOf(node), +1);
+  }
+  sweep_order_stale_ = true;
+  WEFT_LOG(INFO) << "restored nodes=" << stored->size() << " events=" << events_.size();
+  return absl::OkStatus();
+}
+
+store::StoredNode Inventory::ToStored(const std::string& name, const Node& node) {
+  store::StoredNode stored;
+  stored.name = name;
+  stored.rack = node.rack;
+  stored.pod = node.pod;
+  stored.info = node.info;
+  stored.epoch_ceiling = node.epoch_ceiling;
+  stored.drained = node.drained;
+  stored.drained_by = node.drained_by;
+  stored.drain_reason = node.drain_reason;
+  stored.drained_who = node.drained_who;
+  return stored;
+}
+
+absl::Status Inventory::Persist(const store::StoredNode& stored) {
+  if (store_ == nullptr) return absl::OkStatus();
+  absl::Status status = store_->PutNode(stored);
+  if (!status.ok()) {
+    WEFT_LOG(ERROR) << "cannot persist node node=" << stored.name << " error=\""
+                    << status.message() << "\"";
+  }
+  return status;
+}
 
 NodeState Inventory::StateOf(const Node& node) {
   if (node.drained) return weft::v1::NODE_STATE_DRAINED;
@@ -193,11 +256,30 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
 
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
-  if (auto existing = nodes_.find(info.name());
-      existing != nodes_.end() &&
+  auto existing = nodes_.find(info.name());
+  if (existing != nodes_.end() &&
       existing->second.epoch == std::numeric_limits<uint64_t>::max()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Register: node ", info.name(), " has used every session epoch"));
+  }
+  // A new node, a node that moved, or an epoch at its durable ceiling is committed
+  // (with the next epoch block) before the epoch is granted.
+  uint64_t epoch_ceiling = 0;
+  if (store_ != nullptr) {
+    const Node* known = existing == nodes_.end() ? nullptr : &existing->second;
+    const uint64_t epoch = std::max(known ? known->epoch : 0, last_session_epoch) + 1;
+    epoch_ceiling = known ? known->epoch_ceiling : 0;
+    if (known == nullptr || epoch >= known->epoch_ceiling || known->rack != info.rack() ||
+        known->pod != info.pod()) {
+      store::StoredNode stored = known ? ToStored(info.name(), *known) : store::StoredNode();
+      stored.name = info.name();
+      stored.rack = info.rack();
+      stored.pod = info.pod();
+      stored.info = info;
+      epoch_ceiling = std::max(epoch_ceiling, epoch + kEpochBlock);
+      stored.epoch_ceiling = epoch_ceiling;
+      if (absl::Status persisted = Persist(stored); !persisted.ok()) return persisted;
+    }
   }
   auto [it, inserted] = nodes_.try_emplace(info.name());
   Node& node = it->second;
@@ -231,6 +313,7 @@ absl::StatusOr<Registration> Inventory::Register(const weft::v1::NodeInfo& info,
   node.pod = info.pod();
   node.rack = info.rack();
   node.epoch = registration.session_epoch;
+  node.epoch_ceiling = epoch_ceiling;
   node.registered_at = now;
   node.last_seen = now;
   if (inserted || !node.reporting) node.health.Resume(now);
@@ -407,7 +490,8 @@ std::vector<StateChange> Inventory::EvaluateLiveness() {
 }
 
 absl::StatusOr<weft::v1::NodeStatus> Inventory::Drain(absl::string_view name,
-                                                      absl::string_view reason) {
+                                                      absl::string_view reason,
+                                                      absl::string_view who) {
   absl::MutexLock lock(&mu_);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
@@ -415,6 +499,13 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Drain(absl::string_view name,
   }
   Node& node = it->second;
   const std::string stored_reason(reason.empty() ? kNoReasonGiven : reason);
+  store::StoredNode stored = ToStored(it->first, node);
+  stored.drained = true;
+  stored.drained_by = weft::v1::DRAIN_SOURCE_OPERATOR;
+  stored.drain_reason = stored_reason;
+  stored.drained_who = std::string(who);
+  if (absl::Status persisted = Persist(stored); !persisted.ok()) return persisted;
+  node.drained_who = std::string(who);
   const NodeState before = StateOf(node);
   weft::v1::Event event = MakeEvent(weft::v1::EVENT_KIND_DRAINED, name, clock_->Now(),
                                     stored_reason);
@@ -454,9 +545,16 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Undrain(absl::string_view name) 
         absl::StrCat("node ", name, " is not drained (state ",
                      NodeStateName(StateOf(node)), "); nothing to undrain"));
   }
+  store::StoredNode stored = ToStored(it->first, node);
+  stored.drained = false;
+  stored.drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
+  stored.drain_reason.clear();
+  stored.drained_who.clear();
+  if (absl::Status persisted = Persist(stored); !persisted.ok()) return persisted;
   const absl::Time now = clock_->Now();
   const NodeState before = StateOf(node);
   const weft::v1::DrainSource drained_by = node.drained_by;
+  node.drained_who.clear();
   node.drained = false;
   node.drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
   node.drain_reason.clear();
@@ -566,18 +664,25 @@ std::optional<StateChange> Inventory::ApplyAutoDrain(const std::string& name, No
   if (action == AutoDrainAction::kNone) return std::nullopt;
   const NodeState before = StateOf(node);
   const std::string held = Rounded(now - node.sick_or_clean_since);
+  store::StoredNode stored = ToStored(name, node);
+  stored.drained = action == AutoDrainAction::kDrain;
+  stored.drained_by = stored.drained ? weft::v1::DRAIN_SOURCE_AUTO
+                                     : weft::v1::DRAIN_SOURCE_UNSPECIFIED;
+  stored.drain_reason =
+      !stored.drained ? ""
+      : node.reporting
+          ? absl::StrCat("auto: ", node.health_reason, " (DEGRADED for ", held, ")")
+          : absl::StrCat("auto: no telemetry (DOWN for ", held, ")");
+  stored.drained_who.clear();
+  // Not committed: leave the node as it is; the next sweep decides again.
+  if (!Persist(stored).ok()) return std::nullopt;
+  node.drained = stored.drained;
+  node.drained_by = stored.drained_by;
+  node.drain_reason = stored.drain_reason;
+  node.drained_who.clear();
   if (action == AutoDrainAction::kDrain) {
-    node.drained = true;
-    node.drained_by = weft::v1::DRAIN_SOURCE_AUTO;
-    node.drain_reason =
-        node.reporting
-            ? absl::StrCat("auto: ", node.health_reason, " (DEGRADED for ", held, ")")
-            : absl::StrCat("auto: no telemetry (DOWN for ", held, ")");
     metrics_->NodeAutoDrained();
   } else {
-    node.drained = false;
-    node.drained_by = weft::v1::DRAIN_SOURCE_UNSPECIFIED;
-    node.drain_reason.clear();
     metrics_->NodeAutoUndrained();
   }
   const std::string message =

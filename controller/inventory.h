@@ -26,9 +26,20 @@
 //   * Register and accepted telemetry count as "heard from the node"; a node's rates
 //     are zero while it is not reporting.
 //
+// Durable state: with a ControllerStore, every node's identity (name, rack, pod, last
+// NodeInfo), its drain (who, reason, source) and a ceiling of the session epochs it
+// was granted are committed before the call that changes them returns, and Restore()
+// reads them back after a restart: restored nodes are DOWN (or DRAINED) until their
+// agents register again, and every epoch granted after the restart is above any
+// granted before it. Epoch ceilings are reserved kEpochBlock at a time, so a
+// re-registration writes to disk only once per kEpochBlock sessions of a node (and
+// Restore raises every ceiling in one transaction), not on every reconnect.
+//
 // Thread-safe: every method may be called from any thread (one internal mutex; no
-// method blocks on anything else, so gRPC reactors may call it). Lock order: the
-// inventory's mutex, then the EventLog's and the metrics' own.
+// method blocks on anything else, so gRPC reactors may call it; with a store, a drain,
+// an undrain, an auto drain and a Register that needs a new epoch block wait for one
+// disk commit under that mutex). Lock order: the inventory's mutex, then the
+// EventLog's and the metrics' own, then the store's.
 #ifndef WEFT_CONTROLLER_INVENTORY_H_
 #define WEFT_CONTROLLER_INVENTORY_H_
 
@@ -58,8 +69,12 @@
 #include "proto/weft/v1/config.pb.h"
 #include "proto/weft/v1/node.pb.h"
 #include "proto/weft/v1/telemetry.pb.h"
+#include "store/controller_store.h"
 
 namespace weft::controller {
+
+// Session epochs reserved per durable write (see "Durable state" above).
+inline constexpr uint64_t kEpochBlock = 1024;
 
 struct InventoryOptions {
   absl::Duration telemetry_interval = absl::Seconds(1);
@@ -100,7 +115,14 @@ class Inventory {
  public:
   // `clock` and `metrics` must outlive the inventory. Options must be positive
   // (ValidateControllerConfig guarantees it for options built from a config).
-  Inventory(const Clock* clock, InventoryOptions options, ControllerMetrics* metrics);
+  // `store`, when not null, must outlive it too; call Restore() before serving.
+  Inventory(const Clock* clock, InventoryOptions options, ControllerMetrics* metrics,
+            store::ControllerStore* store = nullptr);
+
+  // Loads the nodes and events the store holds (nothing without a store) and
+  // reserves a new epoch block for every node. Call once, before any other method.
+  // Fails with the store's error; the inventory is then empty.
+  absl::Status Restore();
 
   Inventory(const Inventory&) = delete;
   Inventory& operator=(const Inventory&) = delete;
@@ -138,14 +160,17 @@ class Inventory {
   // EvaluateLiveness() then EvaluateHealth(): what the controller's ticker calls.
   std::vector<StateChange> Sweep();
 
-  // An operator puts the node in DRAINED with `reason` ("no reason given" when
-  // empty). Draining a drained node replaces the reason and makes the drain the
-  // operator's (an auto drain is taken over). NOT_FOUND names an unknown node.
+  // An operator (`who`, the authenticated caller when known) puts the node in
+  // DRAINED with `reason` ("no reason given" when empty). Draining a drained node
+  // replaces the reason and makes the drain the operator's (an auto drain is taken
+  // over). NOT_FOUND names an unknown node; the store's error (nothing changed) when
+  // the drain cannot be committed.
   absl::StatusOr<weft::v1::NodeStatus> Drain(absl::string_view node,
-                                             absl::string_view reason);
+                                             absl::string_view reason,
+                                             absl::string_view who = "");
   // An operator returns a drained node (whoever drained it) to its liveness and
   // health state. NOT_FOUND for an unknown node; FAILED_PRECONDITION when the node
-  // is not drained.
+  // is not drained; the store's error (nothing changed) when it cannot be committed.
   absl::StatusOr<weft::v1::NodeStatus> Undrain(absl::string_view node);
 
   // NOT_FOUND names an unknown node.
@@ -211,6 +236,10 @@ class Inventory {
     uint64_t epoch = 0;
     absl::Time registered_at;
     std::string drain_reason;
+    // Who drained it (the operator's identity; "" for auto drains or when unknown).
+    std::string drained_who;
+    // The durable ceiling of granted epochs (0 without a store).
+    uint64_t epoch_ceiling = 0;
     std::vector<NicState> nics;  // in NodeInfo order
     // Why the node last became DEGRADED (the rule that fired first).
     std::string health_reason;
@@ -254,11 +283,16 @@ class Inventory {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddToStateCount(weft::v1::NodeState state, int64_t delta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `node` as the store keeps it; the caller overrides the fields about to change.
+  static store::StoredNode ToStored(const std::string& name, const Node& node);
+  // Commits `stored` when there is a store (OK otherwise).
+  absl::Status Persist(const store::StoredNode& stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock* const clock_;
   const InventoryOptions options_;
   const absl::Duration down_after_;
   ControllerMetrics* const metrics_;
+  store::ControllerStore* const store_;
   EventLog events_;
 
   mutable absl::Mutex mu_;

@@ -10,6 +10,7 @@
 #include "controller/metrics_test_util.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "store/controller_store.h"
 
 namespace weft::controller {
 namespace {
@@ -856,6 +857,94 @@ TEST_F(InventoryHealthTest, RackAggregatesAndGaugesFollowTheInventory) {
           .has_value());
   EXPECT_EQ(Metric("weft_rack_nodes", {{"pod", "p1"}, {"rack", "r3"}, {"state", "healthy"}}),
             1);
+}
+
+// Durable state: a second Inventory over the same store is the controller after a
+// restart.
+class InventoryRestartTest : public ::testing::Test {
+ protected:
+  InventoryRestartTest() : metrics_(registry_) {
+    auto opened = store::ControllerStore::OpenInMemory();
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    store_ = *std::move(opened);
+  }
+
+  std::unique_ptr<Inventory> Start() {
+    auto inventory =
+        std::make_unique<Inventory>(&clock_, InventoryOptions{}, &metrics_, store_.get());
+    EXPECT_TRUE(inventory->Restore().ok());
+    return inventory;
+  }
+
+  uint64_t StoredCeiling(const std::string& name) {
+    const auto nodes = store_->LoadNodes();
+    for (const store::StoredNode& node : *nodes) {
+      if (node.name == name) return node.epoch_ceiling;
+    }
+    return 0;
+  }
+
+  FakeClock clock_;
+  prometheus::Registry registry_;
+  ControllerMetrics metrics_;
+  std::unique_ptr<store::ControllerStore> store_;
+};
+
+TEST_F(InventoryRestartTest, NodesAndDrainsSurviveAndEpochsKeepGrowing) {
+  uint64_t last_epoch = 0;
+  {
+    auto inventory = Start();
+    ASSERT_TRUE(inventory->Register(MakeNode("n1", 2, "r7"), 0).ok());
+    // Many reconnects of n2, more than one epoch block.
+    for (uint64_t i = 0; i < kEpochBlock + 5; ++i) {
+      auto r = inventory->Register(MakeNode("n2"), 0);
+      ASSERT_TRUE(r.ok());
+      last_epoch = r->session_epoch;
+    }
+    ASSERT_TRUE(inventory->Drain("n1", "bad optic", "alice").ok());
+  }
+  auto inventory = Start();
+  auto n1 = inventory->GetNode("n1");
+  ASSERT_TRUE(n1.ok()) << n1.status();
+  EXPECT_EQ(n1->state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_FALSE(n1->reporting());
+  EXPECT_EQ(n1->drain_reason(), "bad optic");
+  EXPECT_EQ(n1->drained_by(), weft::v1::DRAIN_SOURCE_OPERATOR);
+  EXPECT_EQ(n1->info().rack(), "r7");
+  EXPECT_EQ(n1->nics_size(), 2);
+  EXPECT_EQ(inventory->GetNode("n2")->state(), weft::v1::NODE_STATE_DOWN);
+  EXPECT_EQ(inventory->ListNodes().size(), 2u);
+
+  // An agent that lost its epoch (last 0) and one that kept it both get a higher one,
+  // and the old session is fenced.
+  EXPECT_EQ(inventory->CheckSession("n2", last_epoch).code(), absl::StatusCode::kAborted);
+  auto again = inventory->Register(MakeNode("n2"), 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_GT(again->session_epoch, last_epoch);
+  EXPECT_EQ(inventory->GetNode("n2")->state(), weft::v1::NODE_STATE_HEALTHY);
+  // Re-registering n1 does not undo the operator's drain.
+  ASSERT_TRUE(inventory->Register(MakeNode("n1", 2, "r7"), 7).ok());
+  EXPECT_EQ(inventory->GetNode("n1")->state(), weft::v1::NODE_STATE_DRAINED);
+  ASSERT_TRUE(inventory->Undrain("n1").ok());
+
+  auto restarted = Start();
+  EXPECT_EQ(restarted->GetNode("n1")->state(), weft::v1::NODE_STATE_DOWN);
+  EXPECT_EQ(restarted->GetNode("n1")->drain_reason(), "");
+  auto third = restarted->Register(MakeNode("n2"), 0);
+  ASSERT_TRUE(third.ok());
+  EXPECT_GT(third->session_epoch, again->session_epoch);
+}
+
+TEST_F(InventoryRestartTest, ReconnectsWithinABlockDoNotWriteTheCeiling) {
+  auto inventory = Start();
+  ASSERT_TRUE(inventory->Register(MakeNode("n1"), 0).ok());
+  const uint64_t ceiling = StoredCeiling("n1");
+  EXPECT_EQ(ceiling, 1 + kEpochBlock);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(inventory->Register(MakeNode("n1"), 0).ok());
+  EXPECT_EQ(StoredCeiling("n1"), ceiling);
+  // A move to another rack is written at once.
+  ASSERT_TRUE(inventory->Register(MakeNode("n1", 2, "r9"), 0).ok());
+  EXPECT_EQ((*store_->LoadNodes())[0].rack, "r9");
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "common/logging.h"
 #include "common/sd_notify.h"
 #include "controller/controller_server.h"
+#include "store/controller_store.h"
 #include "prometheus/registry.h"
 
 ABSL_FLAG(std::string, config, "", "YAML file with a weft.v1.ControllerConfig");
@@ -91,8 +92,15 @@ int Run() {
   // systemd Type=notify: READY once serving, the watchdog fed from now on.
   ServiceNotifier notifier(SdNotifyEnvFromProcess());
 
+  absl::StatusOr<std::unique_ptr<store::ControllerStore>> store =
+      store::ControllerStore::Open(config->state_dir());
+  if (!store.ok()) {
+    WEFT_LOG(ERROR) << "cannot open the durable state: " << store.status().message();
+    return 1;
+  }
   RealClock clock;
-  ControllerServer server(*config, &clock, std::make_shared<prometheus::Registry>());
+  ControllerServer server(*config, &clock, std::make_shared<prometheus::Registry>(),
+                          store->get());
   if (absl::Status started = server.Start(); !started.ok()) {
     WEFT_LOG(ERROR) << "cannot start: " << started.message();
     return 1;
@@ -104,7 +112,8 @@ int Run() {
                  << " down_after_intervals=" << config->down_after_intervals()
                  << " degrade_after_ms=" << config->health().degrade_after_ms()
                  << " recover_after_ms=" << config->health().recover_after_ms()
-                 << " auto_drain=" << (config->health().auto_drain().enabled() ? "on" : "off");
+                 << " auto_drain=" << (config->health().auto_drain().enabled() ? "on" : "off")
+                 << " state_dir=" << config->state_dir();
   notifier.Ready(absl::StrCat("serving grpc=", server.listen_address(),
                               " metrics=", server.metrics_address()));
 
@@ -122,7 +131,7 @@ int Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "weft-controller --config FILE [--listen HOST:PORT] [--metrics HOST:PORT] "
-      "[--telemetry_interval_ms N] [--down_after N] [--log_level LEVEL]");
+      "[--telemetry_interval_ms N] [--down_after N] [--state_dir DIR] [--log_level LEVEL]");
   absl::ParseCommandLine(argc, argv);
   return weft::controller::Run();
 }

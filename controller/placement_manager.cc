@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "placement/topology.h"
 
 namespace weft::controller {
@@ -48,12 +49,51 @@ std::string DescribeOmitted(const std::vector<weft::v1::OmittedNode>& omitted) {
 }  // namespace
 
 PlacementManager::PlacementManager(const Inventory* inventory, const Clock* clock,
-                                   PlacementOptions options, PlacementMetrics* metrics)
+                                   PlacementOptions options, PlacementMetrics* metrics,
+                                   store::ControllerStore* store)
     : inventory_(inventory),
       clock_(clock),
       congestion_(options.congestion),
       metrics_(metrics),
+      store_(store),
       book_(clock, std::move(options.reservations)) {}
+
+absl::Status PlacementManager::Restore() {
+  if (store_ == nullptr) return absl::OkStatus();
+  const int64_t now_us = absl::ToUnixMicros(clock_->Now());
+  absl::StatusOr<int64_t> expired = store_->DeleteExpiredReservations(now_us);
+  if (!expired.ok()) return expired.status();
+  absl::StatusOr<uint64_t> next_sequence = store_->NextReservationSequence();
+  if (!next_sequence.ok()) return next_sequence.status();
+  absl::StatusOr<std::vector<store::StoredReservation>> live =
+      store_->LoadReservations(now_us);
+  if (!live.ok()) return live.status();
+  for (const store::StoredReservation& stored : *live) {
+    absl::Status restored = book_.Restore(stored.request, stored.response,
+                                          absl::FromUnixMicros(stored.expires_at_us));
+    if (!restored.ok()) return restored;
+  }
+  book_.SkipSequencesBelow(*next_sequence);
+  RefreshGauges();
+  WEFT_LOG(INFO) << "restored reservations=" << live->size() << " expired=" << *expired;
+  return absl::OkStatus();
+}
+
+absl::Status PlacementManager::Persist(const PlacementRequest& request,
+                                       const PlacementResponse& response) {
+  if (store_ == nullptr) return absl::OkStatus();
+  store::StoredReservation stored;
+  stored.request = request;
+  stored.response = response;
+  stored.expires_at_us = absl::ToUnixMicros(absl::FromUnixSeconds(response.expires_at_unix_s()));
+  absl::Status status =
+      store_->PutReservation(stored, book_.SequenceOf(response.reservation_id()) + 1);
+  if (!status.ok()) {
+    WEFT_LOG(ERROR) << "cannot persist reservation id=" << response.reservation_id()
+                    << " error=\"" << status.message() << "\"";
+  }
+  return status;
+}
 
 InventorySnapshot PlacementManager::Snapshot() const {
   return SnapshotFromNodes(inventory_->ListNodes(), congestion_, clock_->Now());
@@ -76,6 +116,13 @@ absl::StatusOr<PlacementResponse> PlacementManager::Place(const PlacementRequest
         "the controller's topology is inconsistent: ", topology.status().message()));
   } else {
     placed = book_.Place(*topology, weft::v1::Occupancy(), request);
+    if (placed.ok()) {
+      // Acknowledged only once committed; a new placement that cannot be is undone.
+      if (absl::Status persisted = Persist(request, *placed); !persisted.ok()) {
+        if (!held) book_.Release(placed->reservation_id()).IgnoreError();
+        placed = persisted;
+      }
+    }
   }
   if (placed.status().code() == absl::StatusCode::kResourceExhausted &&
       !snapshot.omitted.empty()) {
@@ -107,6 +154,12 @@ absl::Status PlacementManager::Release(absl::string_view reservation_id) {
     return absl::InvalidArgumentError(
         "Release: the reservation id is empty; `weftctl reservations` lists them");
   }
+  // Forgotten on disk first: a crash in between leaves the reservation released.
+  if (store_ != nullptr) {
+    if (absl::Status deleted = store_->DeleteReservation(reservation_id); !deleted.ok()) {
+      return deleted;
+    }
+  }
   absl::Status released = book_.Release(reservation_id);
   RefreshGauges();
   if (released.ok()) WEFT_LOG(INFO) << "reservation released id=" << reservation_id;
@@ -121,6 +174,11 @@ absl::StatusOr<PlacementResponse> PlacementManager::Renew(absl::string_view rese
   }
   absl::StatusOr<PlacementResponse> renewed = book_.Renew(reservation_id, lease_ttl_s);
   RefreshGauges();
+  if (!renewed.ok()) return renewed;
+  if (store_ != nullptr) {
+    RETURN_IF_ERROR(store_->UpdateReservationLease(
+        *renewed, absl::ToUnixMicros(absl::FromUnixSeconds(renewed->expires_at_unix_s()))));
+  }
   return renewed;
 }
 
@@ -147,6 +205,18 @@ void PlacementManager::RefreshGauges() {
     nodes += live.ring_order_size();
   }
   metrics_->SetReservations(reservations, nodes);
+  if (store_ == nullptr) return;
+  const absl::Time now = clock_->Now();
+  {
+    absl::MutexLock lock(&prune_mu_);
+    if (now - last_prune_ < absl::Minutes(1)) return;
+    last_prune_ = now;
+  }
+  absl::StatusOr<int64_t> pruned = store_->DeleteExpiredReservations(absl::ToUnixMicros(now));
+  if (!pruned.ok()) {
+    WEFT_LOG(WARNING) << "cannot prune expired reservations error=\""
+                      << pruned.status().message() << "\"";
+  }
 }
 
 }  // namespace weft::controller

@@ -2,6 +2,7 @@
 // nodes are never placed, idempotence by job id, leases, refusals and metrics.
 #include "controller/placement_manager.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "store/controller_store.h"
 
 namespace weft::controller {
 namespace {
@@ -289,6 +291,83 @@ TEST_F(PlacementManagerTest, TopologyListsEveryNodeWithARackAndSaysWhichAreLeftO
   EXPECT_EQ(topology.snapshot().nodes(5).pod(), "p2");
   ASSERT_EQ(topology.omitted_size(), 1);
   EXPECT_EQ(topology.omitted(0).node(), "lost");
+}
+
+// A controller's placement side over a shared store; a new one is a restart.
+struct StoredController {
+  StoredController(FakeClock* clock, store::ControllerStore* store)
+      : controller_metrics(registry),
+        inventory(clock, InventoryOptions{}, &controller_metrics, store),
+        placement_metrics(registry),
+        manager(&inventory, clock, PlacementOptions{}, &placement_metrics, store) {
+    EXPECT_TRUE(inventory.Restore().ok());
+    EXPECT_TRUE(manager.Restore().ok());
+    for (const auto& [name, rack] : std::vector<std::pair<std::string, std::string>>{
+             {"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"b2", "b"}}) {
+      EXPECT_TRUE(inventory.Register(MakeNode(name, rack, "p1"), 0).ok());
+    }
+  }
+  prometheus::Registry registry;
+  ControllerMetrics controller_metrics;
+  Inventory inventory;
+  PlacementMetrics placement_metrics;
+  PlacementManager manager;
+};
+
+TEST(PlacementManagerRestartTest, LiveReservationsSurviveWithTheirNodesAndLeases) {
+  FakeClock clock;
+  auto store = store::ControllerStore::OpenInMemory();
+  ASSERT_TRUE(store.ok());
+  PlacementResponse kept, released, renewed;
+  {
+    StoredController before(&clock, store->get());
+    PlacementRequest short_lease = Nodes("short", 1);
+    short_lease.set_lease_ttl_s(10);
+    kept = *before.manager.Place(Nodes("kept", 1));
+    released = *before.manager.Place(Nodes("released", 1));
+    ASSERT_TRUE(before.manager.Place(short_lease).ok());
+    renewed = *before.manager.Place(short_lease);  // same job: same reservation
+    ASSERT_TRUE(before.manager.Release(released.reservation_id()).ok());
+    clock.Advance(absl::Seconds(5));
+    renewed = *before.manager.Renew(renewed.reservation_id(), 3600);
+  }
+  clock.Advance(absl::Seconds(30));  // beyond the first lease of "short"
+  StoredController after(&clock, store->get());
+  weft::v1::ListReservationsResponse live = after.manager.ListReservations();
+  ASSERT_EQ(live.reservations_size(), 2);
+  EXPECT_EQ(live.reservations(0).reservation_id(), kept.reservation_id());
+  EXPECT_EQ(RingOrder(live.reservations(0)), RingOrder(kept));
+  EXPECT_EQ(live.reservations(0).ranks_size(), kept.ranks_size());
+  EXPECT_EQ(live.reservations(0).expires_at_unix_s(), kept.expires_at_unix_s());
+  EXPECT_EQ(live.reservations(1).reservation_id(), renewed.reservation_id());
+  EXPECT_EQ(live.reservations(1).expires_at_unix_s(), renewed.expires_at_unix_s());
+
+  // The restored reservations' nodes are taken; ids continue past every id given.
+  absl::StatusOr<PlacementResponse> next = after.manager.Place(Nodes("next", 2));
+  ASSERT_TRUE(next.ok()) << next.status();
+  for (const std::string& node : next->ring_order()) {
+    EXPECT_THAT(RingOrder(kept), ::testing::Not(::testing::Contains(node)));
+    EXPECT_THAT(RingOrder(renewed), ::testing::Not(::testing::Contains(node)));
+  }
+  EXPECT_EQ(next->reservation_id(), "rsv-4");
+  // The same job and request after the restart is still the same reservation.
+  EXPECT_EQ(after.manager.Place(Nodes("kept", 1))->reservation_id(), kept.reservation_id());
+}
+
+TEST(PlacementManagerRestartTest, ExpiredReservationsAreNotRestored) {
+  FakeClock clock;
+  auto store = store::ControllerStore::OpenInMemory();
+  ASSERT_TRUE(store.ok());
+  {
+    StoredController before(&clock, store->get());
+    PlacementRequest request = Nodes("job", 1);
+    request.set_lease_ttl_s(60);
+    ASSERT_TRUE(before.manager.Place(request).ok());
+  }
+  clock.Advance(absl::Seconds(61));
+  StoredController after(&clock, store->get());
+  EXPECT_EQ(after.manager.ListReservations().reservations_size(), 0);
+  EXPECT_TRUE((*store)->LoadReservations(std::numeric_limits<int64_t>::min())->empty());
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "placement/reservations.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "placement/engine.h"
@@ -137,6 +140,44 @@ Occupancy ReservationBook::Reserved() const {
     }
   }
   return out;
+}
+
+uint64_t ReservationBook::SequenceOf(absl::string_view reservation_id) const {
+  uint64_t sequence = 0;
+  if (!absl::ConsumePrefix(&reservation_id, options_.id_prefix) ||
+      !absl::SimpleAtoi(reservation_id, &sequence)) {
+    return 0;
+  }
+  return sequence;
+}
+
+absl::Status ReservationBook::Restore(const PlacementRequest& request,
+                                      const PlacementResponse& response,
+                                      absl::Time expires_at) {
+  const uint64_t sequence = SequenceOf(response.reservation_id());
+  if (sequence == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot restore reservation '", response.reservation_id(), "': ids are ",
+        options_.id_prefix, "<sequence>"));
+  }
+  PlacementRequest key = request;
+  key.clear_lease_ttl_s();
+  absl::MutexLock lock(&mu_);
+  if (by_id_.contains(response.reservation_id()) || by_job_.contains(response.job_id())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot restore reservation '", response.reservation_id(), "' of job '",
+        response.job_id(), "': that id or job already holds one"));
+  }
+  by_id_[response.reservation_id()] = sequence;
+  by_job_[response.job_id()] = sequence;
+  entries_[sequence] = Entry{std::move(key), response, expires_at};
+  next_sequence_ = std::max(next_sequence_, sequence + 1);
+  return absl::OkStatus();
+}
+
+void ReservationBook::SkipSequencesBelow(uint64_t next_sequence) {
+  absl::MutexLock lock(&mu_);
+  next_sequence_ = std::max(next_sequence_, next_sequence);
 }
 
 }  // namespace weft::placement

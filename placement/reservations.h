@@ -87,6 +87,19 @@ class ReservationBook {
   // The nodes of live reservations, as occupancy entries of their jobs.
   weft::v1::Occupancy Reserved() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Puts back a reservation made before a restart (the controller's store keeps
+  // them): `request` as placed, `response` as answered, live until `expires_at`.
+  // Later ids continue above its sequence. INVALID_ARGUMENT when the id does not
+  // carry this book's prefix and a sequence number, or its id or job is held.
+  absl::Status Restore(const weft::v1::PlacementRequest& request,
+                       const weft::v1::PlacementResponse& response, absl::Time expires_at)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Ids given from now on are at least `next_sequence` (ids of reservations released
+  // before a restart are never reused).
+  void SkipSequencesBelow(uint64_t next_sequence) ABSL_LOCKS_EXCLUDED(mu_);
+  // The sequence number of `reservation_id` (0 when it is not one of this book's).
+  uint64_t SequenceOf(absl::string_view reservation_id) const;
+
  private:
   struct Entry {
     weft::v1::PlacementRequest request;  // lease_ttl_s cleared, for idempotence checks

@@ -215,6 +215,20 @@ absl::Status ControllerStore::PutReservation(const StoredReservation& reservatio
   });
 }
 
+absl::Status ControllerStore::UpdateReservationLease(
+    const weft::v1::PlacementResponse& response, int64_t expires_at_us) {
+  return db_->Write(Durability::kAcknowledged, [&](Transaction& txn) -> absl::Status {
+    RETURN_IF_ERROR(txn.Exec(
+        "UPDATE reservations SET response = ?, expires_at_us = ? WHERE id = ?",
+        {Blob{Serialize(response)}, expires_at_us, response.reservation_id()}));
+    if (txn.changes() == 0) {
+      return absl::NotFoundError(absl::StrCat("reservation ", response.reservation_id(),
+                                              " is not in the store"));
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status ControllerStore::DeleteReservation(absl::string_view reservation_id) {
   return db_->Write(Durability::kAcknowledged, [&](Transaction& txn) {
     return txn.Exec("DELETE FROM reservations WHERE id = ?",

@@ -108,6 +108,10 @@ class ControllerStore {
   // Reservations. PutReservation also raises the stored next sequence to at least
   // `next_sequence`, in the same transaction.
   absl::Status PutReservation(const StoredReservation& reservation, uint64_t next_sequence);
+  // A renewal: the stored answer and lease of `response`'s reservation (its request
+  // stays as placed). NOT_FOUND when it is not stored.
+  absl::Status UpdateReservationLease(const weft::v1::PlacementResponse& response,
+                                      int64_t expires_at_us);
   absl::Status DeleteReservation(absl::string_view reservation_id);
   // Deletes those whose lease ended at or before `now_us`; returns how many.
   absl::StatusOr<int64_t> DeleteExpiredReservations(int64_t now_us);
