@@ -3,9 +3,13 @@
 // job processes (tests/job_rank, linking libweft and its agent client) that ask their
 // agent for a path, meet through agents and controller, and all-reduce over TCP.
 #include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,9 +45,16 @@ bool HasRdmaDevice() {
   return found;
 }
 
-bool IsSocket(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+// Whether a process accepts connections on the Unix socket `path` (an agent killed by
+// an earlier test leaves its socket file behind, so existing is not enough).
+bool Accepting(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return ok;
 }
 
 class JobTest : public ::testing::Test {
@@ -61,7 +72,8 @@ class JobTest : public ::testing::Test {
     ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller_->Log();
     for (const std::string node : {"node-a", "node-b"}) {
       // Unix socket paths must stay under 108 bytes: not under TEST_TMPDIR.
-      const std::string socket = absl::StrCat("/tmp/weft-jobtest-", getpid(), "-", node, ".sock");
+      const std::string socket =
+          absl::StrCat("/tmp/weft-jobtest-", getpid(), "-", ++test_count_, "-", node, ".sock");
       sockets_[node] = socket;
       agents_[node] = std::make_unique<Subprocess>(
           std::vector<std::string>{kAgent, "--node", node, "--controller", controller_address_,
@@ -71,8 +83,19 @@ class JobTest : public ::testing::Test {
     }
     for (const auto& [node, socket] : sockets_) {
       const absl::Time deadline = absl::Now() + absl::Seconds(10);
-      while (!IsSocket(socket) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
-      ASSERT_TRUE(IsSocket(socket)) << agents_[node]->Log();
+      while (!Accepting(socket) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+      ASSERT_TRUE(Accepting(socket)) << agents_[node]->Log();
+    }
+  }
+
+  void TearDown() override {
+    // SIGTERM, so the agents remove their sockets as a real stop does.
+    for (auto& [node, agent] : agents_) {
+      agent->Signal(SIGTERM);
+      EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0) << agent->Log();
+      EXPECT_FALSE(Accepting(sockets_[node]));
+      struct stat st {};
+      EXPECT_NE(stat(sockets_[node].c_str(), &st), 0) << "a stopped agent removes its socket";
     }
   }
 
@@ -101,6 +124,7 @@ class JobTest : public ::testing::Test {
   std::unique_ptr<Subprocess> controller_;
   std::map<std::string, std::string> sockets_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
+  static inline int test_count_ = 0;
 };
 
 TEST_F(JobTest, FourRanksOnTwoAgentsChooseTheirPathMeetAndAllReduce) {
