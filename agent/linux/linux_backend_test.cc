@@ -6,6 +6,8 @@
 #include "absl/strings/str_join.h"
 
 #include "agent/counter_math.h"
+#include "agent/tunables/applier.h"
+#include "agent/tunables/fake_dcb_client.h"
 #include "common/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -207,6 +209,37 @@ TEST_F(LinuxBackendTest, IncludeAndExcludeFilters) {
   std::vector<std::string> names;
   for (const auto& nic : inventory->nics) names.push_back(nic.device());
   EXPECT_THAT(names, ::testing::ElementsAre("mlx5_0", "mlx5_2", "mlx5_3"));
+}
+
+TEST_F(LinuxBackendTest, TunablesOfEachDiscoveredNicApplyTransactionally) {
+  Materialize("mlx5_no_cc.tree");
+  ASSERT_TRUE(weft::testing::MaterializeFixture("agent/tunables/testdata/cc_params.tree", root_).ok());
+  auto dcb = std::make_shared<FakeDcbClient>();
+  dcb->AddNetdev("ens1f0np0");
+  dcb->AddNetdev("ens2f0np0");
+  LinuxBackendOptions options;
+  options.dcb = dcb;
+  auto backend = Backend(options);
+  EXPECT_TRUE(backend->Tunables().empty());  // nothing before Discover()
+  ASSERT_TRUE(backend->Discover().ok());
+  std::vector<NicTunables*> nics = backend->Tunables();
+  ASSERT_EQ(nics.size(), 2u);
+  EXPECT_EQ(nics[1]->device(), "mlx5_1");
+
+  weft::v1::DesiredState state;
+  state.set_version(3);
+  state.mutable_dcqcn()->set_rp_gd(9);
+  state.mutable_qos()->set_trust(weft::v1::TRUST_MODE_PCP);
+  state.mutable_qos()->add_pfc_priorities(3);
+  for (int i = 0; i < 8; ++i) {
+    state.mutable_qos()->add_priority_to_tc(0);
+    state.mutable_qos()->add_tc_tsa(weft::v1::TSA_ETS);
+    state.mutable_qos()->add_tc_bandwidth_percent(i == 0 ? 100 : 0);
+  }
+  ApplyOutcome outcome = ApplyDesiredState(state, nics, false);
+  ASSERT_TRUE(outcome.accepted) << (outcome.errors.empty() ? "" : outcome.errors[0].reason());
+  EXPECT_EQ(*Sysfs(root_).ReadString("sys/kernel/debug/mlx5/0000:29:00.0/cc_params/rp_gd"), "9");
+  EXPECT_EQ(dcb->state("ens2f0np0").pfc.pfc_en, 0x08);
 }
 
 TEST_F(LinuxBackendTest, NoRdmaDevicesIsAClearError) {

@@ -14,7 +14,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "agent/tunables/applier.h"
 #include "agent/tunables/dcb_client.h"
+#include "agent/tunables/dcb_qos.h"
+#include "agent/tunables/nic_tunables.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -232,6 +235,39 @@ TEST_F(DcbNetlinkKernelTest, VethAnswersNotSupportedAndUnknownNetdevNotFound) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
   // The socket stays usable after refusals (replies matched by sequence).
   EXPECT_EQ((*client)->GetIeee("weftd1").status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// The applier over the real socket: each DCB parameter of a desired state is NACKed
+// with the kernel's answer, naming NIC and parameter, before anything is written.
+TEST_F(DcbNetlinkKernelTest, ApplyingQosToVethNacksEachParameterWithTheKernelsReason) {
+  absl::StatusOr<std::unique_ptr<NetlinkDcbClient>> client = NetlinkDcbClient::Open();
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<std::unique_ptr<NicTunables>> parts;
+  parts.push_back(std::make_unique<DcbQosTunables>("veth_rdma0", "weftd0", client->get()));
+  RoutedNicTunables nic("veth_rdma0", std::move(parts), {});
+  weft::v1::DesiredState state;
+  state.set_version(1);
+  weft::v1::NodeQos* qos = state.mutable_qos();
+  qos->set_trust(weft::v1::TRUST_MODE_DSCP);
+  (*qos->mutable_dscp_to_priority())[26] = 3;
+  qos->add_pfc_priorities(3);
+  for (int i = 0; i < 8; ++i) {
+    qos->add_priority_to_tc(0);
+    qos->add_tc_tsa(weft::v1::TSA_ETS);
+    qos->add_tc_bandwidth_percent(i == 0 ? 100 : 0);
+  }
+  ApplyOutcome outcome = ApplyDesiredState(state, {&nic}, /*dry_run=*/false);
+  EXPECT_FALSE(outcome.accepted);
+  ASSERT_EQ(outcome.errors.size(), 4u);
+  const char* parameters[] = {"ets", "pfc_priorities", "dscp_to_priority", "trust"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(outcome.errors[i].device(), "veth_rdma0");
+    EXPECT_EQ(outcome.errors[i].parameter(), parameters[i]);
+    EXPECT_THAT(outcome.errors[i].reason(),
+                HasSubstr("weftd0: RTM_GETDCB DCB_CMD_IEEE_GET: Operation not supported (the "
+                          "netdev's driver has no DCB support: no dcbnl ops)"));
+  }
+  EXPECT_TRUE(outcome.changes.empty());
 }
 
 }  // namespace
