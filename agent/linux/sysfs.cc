@@ -215,7 +215,7 @@ absl::StatusOr<uint64_t> ParseRateMbps(absl::string_view text) {
   const size_t unit = text.find(" Gb/sec");
   double gbps = 0;
   if (unit != absl::string_view::npos && absl::SimpleAtod(text.substr(0, unit), &gbps) &&
-      gbps >= 0) {
+      gbps >= 0 && gbps <= 1e6) {  // 1 Pb/s; far more overflows the cast
     return static_cast<uint64_t>(gbps * 1000 + 0.5);
   }
   return absl::InvalidArgumentError(
