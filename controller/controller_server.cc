@@ -23,12 +23,13 @@ std::string WithPort(const std::string& address, int port) {
 }  // namespace
 
 ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
-                                   std::shared_ptr<prometheus::Registry> registry)
+                                   std::shared_ptr<prometheus::Registry> registry,
+                                   store::ControllerStore* store)
     : config_(std::move(config)),
       clock_(clock),
       registry_(std::move(registry)),
       metrics_(*registry_),
-      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_),
+      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_, store),
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(),
                                          kControllerVersion}),
@@ -38,8 +39,9 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                  PlacementOptions{{},
                                   CongestionScale::FromThresholds(
                                       InventoryOptions::FromConfig(config_).health)},
-                 &placement_metrics_),
-      placement_service_(&placement_) {}
+                 &placement_metrics_, store),
+      placement_service_(&placement_),
+      store_(store) {}
 
 ControllerServer::~ControllerServer() { Stop(); }
 
@@ -70,6 +72,11 @@ absl::Status ControllerServer::Start() {
     return agent_service_.SendToNode(node, std::move(m));
   });
   agent_service_.SetDesiredStateListener(&desired_state_);
+
+  // The durable state is back before anyone can call: an agent registering now gets
+  // an epoch above every one granted before the restart.
+  RETURN_IF_ERROR(inventory_.Restore());
+  RETURN_IF_ERROR(placement_.Restore());
 
   ASSIGN_OR_RETURN(metrics_server_,
                    MetricsServer::Start(config_.metrics_address(), registry_));

@@ -57,9 +57,12 @@ class ControllerServer {
  public:
   // `config` should have passed ValidateControllerConfig (common/daemon_config.h).
   // `clock` must outlive the server; `registry` receives the controller's metrics and
-  // is what /metrics serves.
+  // is what /metrics serves. `store` (store/controller_store.h; main.cc opens it in
+  // config.state_dir) makes nodes, drains, reservations, events and the audit log
+  // durable and must outlive the server; without one everything is in memory.
   ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
-                   std::shared_ptr<prometheus::Registry> registry);
+                   std::shared_ptr<prometheus::Registry> registry,
+                   store::ControllerStore* store = nullptr);
   ~ControllerServer();
 
   ControllerServer(const ControllerServer&) = delete;
@@ -68,7 +71,9 @@ class ControllerServer {
   // Binds listen_address (gRPC) and metrics_address (/metrics) — port 0 picks a free
   // port — and starts serving and the liveness ticker. UNAVAILABLE when an address
   // cannot be bound; INVALID_ARGUMENT when the config's interval, threshold or window
-  // is zero; FAILED_PRECONDITION when called twice. On failure nothing keeps running.
+  // is zero; FAILED_PRECONDITION when called twice. With a store, first restores the
+  // inventory's nodes and drains, the event log and the live reservations (the
+  // store's error when they cannot be read). On failure nothing keeps running.
   absl::Status Start();
 
   // Marks the health service NOT_SERVING, ends agent streams with UNAVAILABLE, shuts
@@ -99,6 +104,7 @@ class ControllerServer {
   PlacementMetrics placement_metrics_;
   PlacementManager placement_;
   PlacementServiceImpl placement_service_;
+  store::ControllerStore* const store_;
   // QoS/DCQCN desired state per node and policy rollouts; the store (under
   // state_dir/rollouts), the manager and its service are made by Start.
   RolloutMetrics rollout_metrics_{*registry_};
