@@ -1,0 +1,380 @@
+// Multi-process test of policy rollouts: a real weft-controller, six real weft-agent
+// processes (simulated NICs, whose tunables drive their counters) in three racks, and
+// weftctl, on loopback. The operator's view is what is checked: weftctl policy/rollout
+// output and the controller's /metrics.
+//   - a rollout that completes: canary (one node per rack), bake, waves; every node ACKs;
+//   - a canary node whose agent rejects tunables (--fault reject_tunables): NACK, the
+//     rollout rolls back and the waves never start;
+//   - a canary node that starts a PFC storm during the bake (--fault pfc_storm with
+//     --fault_delay_ms): the KPI regresses and the rollout rolls back;
+//   - the controller is restarted (SIGTERM) while a rollout bakes: it resumes from
+//     state_dir and completes.
+#include <signal.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "proto/weft/v1/rollout.pb.h"
+#include "tests/subprocess.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+using weft::testing::CommandResult;
+using weft::testing::FreePort;
+using weft::testing::RunCommand;
+using weft::testing::Subprocess;
+using weft::testing::TempPath;
+
+constexpr char kController[] = "controller/weft-controller";
+constexpr char kAgent[] = "agent/weft-agent";
+constexpr char kWeftctl[] = "cli/weftctl";
+constexpr int kIntervalMs = 200;
+constexpr int kNics = 4;
+
+// The example's QoS, a changed DCQCN default profile, and a rollout paced for a test:
+// a short bake, waves of two, and KPI thresholds that the simulator's normal noise
+// stays inside (a PFC storm on one NIC of four adds ~47 points of pause time per node).
+std::string PolicyYaml(int bake_s, int ai_rate) {
+  return absl::StrCat(R"(qos:
+  trust: dscp
+  classes:
+    - {name: training, dscp: 26, priority: 3, lossless: true, roce: true}
+    - {name: storage, dscp: 24, priority: 3, lossless: true}
+    - {name: control, dscp: 16, priority: 2}
+    - {name: cnp, dscp: 48, priority: 6, cnp: true}
+  traffic_classes:
+    - {tc: 0, priorities: [0, 1, 4, 5, 7], tsa: ets, bandwidth_percent: 40}
+    - {tc: 2, priorities: [2], tsa: ets, bandwidth_percent: 10}
+    - {tc: 3, priorities: [3], tsa: ets, bandwidth_percent: 50}
+    - {tc: 6, priorities: [6], tsa: strict}
+dcqcn:
+  profiles:
+    - name: default
+      params: {rp_ai_rate: )",
+                      ai_rate, R"(, rp_hai_rate: 100}
+    - name: gentle
+      params: {rp_min_rate: 1000}
+  assignments:
+    - {profile: gentle, racks: [rack-3]}
+rollout:
+  canary_per_rack: 1
+  bake_s: )",
+                      bake_s, R"(
+  wave_size: 2
+  wave_bake_s: 1
+  ack_timeout_s: 10
+  max_nack_share: 0
+  kpis:
+    pfc_pause_share_increase: 0.05
+    ecn_marks_increase_ratio: 100
+    cnps_increase_ratio: 100
+    rate_floor_per_s: 1000000
+    retransmissions_increase_per_s: 100000
+    throughput_drop_ratio: 0.95
+    sustain_s: 1
+)");
+}
+
+// The value of the series `series` (name{labels}) in a /metrics text; nullopt if absent.
+std::optional<double> SeriesValue(const std::string& text, const std::string& series) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, series + " ")) continue;
+    double value = 0;
+    if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) return value;
+  }
+  return std::nullopt;
+}
+
+class RolloutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    controller_port_ = FreePort();
+    metrics_port_ = FreePort();
+    controller_address_ = absl::StrCat("127.0.0.1:", controller_port_);
+    state_dir_ = TempPath(absl::StrCat(TestName(), ".state"));
+    StartController();
+  }
+
+  static std::string TestName() {
+    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+  void StartController() {
+    controller_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
+                                 absl::StrCat("127.0.0.1:", metrics_port_),
+                                 absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
+                                 "--state_dir", state_dir_},
+        TempPath(absl::StrCat(TestName(), ".controller.log")));
+    ASSERT_TRUE(weft::testing::WaitForPort(controller_port_, absl::Seconds(10)))
+        << controller_->Log();
+  }
+
+  // Three racks of two: n-r1-1 n-r1-2 in rack-1 and so on. The canary is the first
+  // node of each rack (n-rX-1). `extra` adds flags per node.
+  void StartAgents(std::map<std::string, std::vector<std::string>> extra = {}) {
+    for (int r = 1; r <= 3; ++r) {
+      for (int i = 1; i <= 2; ++i) {
+        const std::string node = absl::StrCat("n-r", r, "-", i);
+        std::vector<std::string> argv = {kAgent,
+                                         "--node", node,
+                                         "--rack", absl::StrCat("rack-", r),
+                                         "--pod", "pod-1",
+                                         "--controller", controller_address_,
+                                         "--metrics", "off",
+                                         "--health", "off",
+                                         absl::StrCat("--interval_ms=", kIntervalMs),
+                                         absl::StrCat("--nics=", kNics),
+                                         "--traffic_level=0.3"};
+        argv.insert(argv.end(), extra[node].begin(), extra[node].end());
+        agents_[node] = std::make_unique<Subprocess>(
+            argv, TempPath(absl::StrCat(TestName(), ".", node, ".log")));
+        nodes_.push_back(node);
+      }
+    }
+  }
+
+  CommandResult Weftctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {kWeftctl, "--controller", controller_address_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, absl::Seconds(10));
+  }
+
+  std::string Metrics() {
+    return RunCommand({"/usr/bin/curl", "-sf",
+                       absl::StrCat("http://127.0.0.1:", metrics_port_, "/metrics")},
+                      absl::Seconds(5))
+        .out;
+  }
+
+  double Metric(const std::string& series) {
+    return SeriesValue(Metrics(), series).value_or(-1);
+  }
+
+  // Polls until the controller's /metrics has `series` at `value`.
+  bool WaitForMetric(const std::string& series, double value, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (SeriesValue(Metrics(), series) == value) return true;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    return false;
+  }
+
+  // All six nodes registered and reporting.
+  bool WaitForNodes(absl::Duration timeout) {
+    return WaitForMetric("weft_controller_nodes{state=\"healthy\"}", 6, timeout);
+  }
+
+  std::string PolicyFile(int bake_s, int ai_rate = 20) {
+    const std::string path = TempPath(absl::StrCat(TestName(), ".policy.yaml"));
+    std::ofstream(path) << PolicyYaml(bake_s, ai_rate);
+    return path;
+  }
+
+  // `weftctl rollout status --output json`, parsed.
+  std::optional<weft::v1::Rollout> Status() {
+    CommandResult result = Weftctl({"--output", "json", "rollout", "status"});
+    if (result.exit_status != 0) return std::nullopt;
+    weft::v1::Rollout rollout;
+    if (!google::protobuf::util::JsonStringToMessage(result.out, &rollout).ok()) {
+      return std::nullopt;
+    }
+    return rollout;
+  }
+
+  std::optional<weft::v1::Rollout> WaitForPhase(weft::v1::RolloutPhase phase,
+                                                absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    std::optional<weft::v1::Rollout> last;
+    while (absl::Now() < deadline) {
+      last = Status();
+      if (last.has_value() && last->phase() == phase) return last;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    ADD_FAILURE() << "rollout never reached " << weft::v1::RolloutPhase_Name(phase)
+                  << "; last status: " << (last ? last->DebugString() : "none");
+    return std::nullopt;
+  }
+
+  std::string DumpLogs() {
+    std::string out = "controller log:\n" + controller_->Log();
+    for (auto& [name, agent] : agents_) absl::StrAppend(&out, name, " log:\n", agent->Log());
+    return out;
+  }
+
+  int controller_port_ = 0;
+  int metrics_port_ = 0;
+  std::string controller_address_;
+  std::string state_dir_;
+  std::unique_ptr<Subprocess> controller_;
+  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
+  std::vector<std::string> nodes_;
+};
+
+TEST_F(RolloutTest, RolloutCompletesAcrossThreeRacks) {
+  StartAgents();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  const std::string policy = PolicyFile(/*bake_s=*/2);
+
+  CommandResult diff = Weftctl({"policy", "diff", policy});
+  ASSERT_EQ(diff.exit_status, 0) << diff.err;
+  EXPECT_THAT(diff.out, HasSubstr("6 of 6 nodes would change"));
+  EXPECT_THAT(diff.out, HasSubstr("dcqcn.rp_ai_rate"));
+  // rack-3's two nodes use the gentle profile: its rate floor changes on two nodes.
+  EXPECT_THAT(diff.out, ::testing::ContainsRegex("dcqcn.rp_min_rate +\\(none\\) +1000 +2"));
+
+  CommandResult started = Weftctl({"rollout", "start", policy});
+  ASSERT_EQ(started.exit_status, 0) << started.err << DumpLogs();
+  EXPECT_THAT(started.out, HasSubstr("rollout rollout-1  version 1"));
+
+  std::optional<weft::v1::Rollout> done =
+      WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60));
+  ASSERT_TRUE(done.has_value()) << DumpLogs();
+  ASSERT_EQ(done->steps_size(), 3);  // canary of 3, then waves of 2 and 1
+  EXPECT_THAT(std::vector<std::string>(done->steps(0).nodes().begin(),
+                                       done->steps(0).nodes().end()),
+              ::testing::ElementsAre("n-r1-1", "n-r2-1", "n-r3-1"));
+  for (const auto& step : done->steps()) {
+    EXPECT_EQ(step.acked(), static_cast<uint32_t>(step.nodes_size())) << step.DebugString();
+    EXPECT_GT(step.baked_us(), 0);
+  }
+  EXPECT_EQ(done->last_judgement().kpis_size(), 5);
+
+  // Every agent applied version 1 and stays in sync; the metrics say so.
+  EXPECT_TRUE(WaitForMetric("weft_controller_desired_state_nodes{status=\"in_sync\"}", 6,
+                            absl::Seconds(5)))
+      << Metrics();
+  const std::string metrics = Metrics();
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_rollout_phase{phase=\"completed\"}"), 1);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_rollout_phase{phase=\"canary\"}"), 0);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_rollouts_total{result=\"completed\"}"), 1);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_desired_state_version"), 1);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_tunables_drift_nodes"), 0);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_desired_state_acks_total{result=\"ack\"}"), 6);
+
+  // Nothing left to change; the history and the human status show it.
+  diff = Weftctl({"policy", "diff", policy});
+  EXPECT_THAT(diff.out, HasSubstr("0 of 6 nodes would change"));
+  CommandResult history = Weftctl({"rollout", "history"});
+  EXPECT_THAT(history.out, HasSubstr("rollout-1  1        COMPLETED"));
+  CommandResult status = Weftctl({"rollout", "status"});
+  EXPECT_THAT(status.out, HasSubstr("phase COMPLETED"));
+  EXPECT_THAT(status.out, HasSubstr("wave 2 *"));
+  EXPECT_THAT(status.out, HasSubstr("pfc_pause_share"));
+}
+
+TEST_F(RolloutTest, CanaryNackRollsBack) {
+  // n-r2-1 is rack-2's canary; its agent refuses every tunable write.
+  StartAgents({{"n-r2-1", {"--fault", "reject_tunables"}}});
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/30)});
+  ASSERT_EQ(started.exit_status, 0) << started.err;
+
+  std::optional<weft::v1::Rollout> back =
+      WaitForPhase(weft::v1::ROLLOUT_PHASE_ROLLED_BACK, absl::Seconds(40));
+  ASSERT_TRUE(back.has_value()) << DumpLogs();
+  EXPECT_THAT(back->reason(), HasSubstr("canary: 1 of 3 nodes NACKed"));
+  EXPECT_EQ(back->steps(0).nacked(), 1u);
+  EXPECT_EQ(back->steps(1).started_us(), 0) << "a wave started after a NACK";
+  EXPECT_THAT(std::vector<std::string>(back->rollback_nodes().begin(),
+                                       back->rollback_nodes().end()),
+              ::testing::ElementsAre("n-r1-1", "n-r2-1", "n-r3-1"));
+
+  // Every canary took the rollback (version 2: firmware DCQCN defaults, QoS left as
+  // it is, so the rejecting agent has nothing to refuse); the other three nodes were
+  // never sent anything.
+  EXPECT_TRUE(WaitForMetric("weft_controller_desired_state_nodes{status=\"in_sync\"}", 3,
+                            absl::Seconds(5)))
+      << Metrics();
+  const std::string metrics = Metrics();
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_desired_state_nodes{status=\"nacked\"}"), 0);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_rollouts_total{result=\"rolled_back\"}"), 1);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_rollout_phase{phase=\"rolled_back\"}"), 1);
+  EXPECT_EQ(SeriesValue(metrics, "weft_controller_desired_state_version"), 2);
+  EXPECT_GE(SeriesValue(metrics, "weft_controller_desired_state_acks_total{result=\"nack\"}"),
+            1);
+  CommandResult status = Weftctl({"rollout", "status"});
+  EXPECT_THAT(status.out, HasSubstr("reason: canary: 1 of 3 nodes NACKed"));
+}
+
+TEST_F(RolloutTest, PfcStormDuringTheBakeRollsBack) {
+  // rack-3's canary starts a PFC storm 10 s after its agent starts: after the canary
+  // applied the new state, while it bakes.
+  StartAgents({{"n-r3-1", {"--fault", "pfc_storm", "--fault_delay_ms=10000"}}});
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(8))) << DumpLogs();
+  CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/60)});
+  ASSERT_EQ(started.exit_status, 0) << started.err;
+  ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_BAKING, absl::Seconds(10)).has_value())
+      << DumpLogs();
+
+  std::optional<weft::v1::Rollout> back =
+      WaitForPhase(weft::v1::ROLLOUT_PHASE_ROLLED_BACK, absl::Seconds(30));
+  ASSERT_TRUE(back.has_value()) << DumpLogs();
+  EXPECT_THAT(back->reason(), HasSubstr("KPI regression for 1 s: pfc_pause_share"));
+  EXPECT_THAT(back->reason(), HasSubstr("changed nodes vs unchanged nodes"));
+  bool pfc_regressed = false;
+  for (const auto& kpi : back->last_judgement().kpis()) {
+    if (kpi.name() == "pfc_pause_share") pfc_regressed = kpi.regressed();
+  }
+  EXPECT_TRUE(pfc_regressed) << back->last_judgement().DebugString();
+  EXPECT_EQ(back->steps(1).started_us(), 0);
+  EXPECT_EQ(Metric("weft_controller_rollouts_total{result=\"rolled_back\"}"), 1);
+  // The rollback reached every canary (version 2).
+  EXPECT_TRUE(WaitForMetric("weft_controller_desired_state_nodes{status=\"in_sync\"}", 3,
+                            absl::Seconds(5)))
+      << Metrics();
+}
+
+TEST_F(RolloutTest, ControllerRestartMidRolloutResumes) {
+  StartAgents();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/4)});
+  ASSERT_EQ(started.exit_status, 0) << started.err;
+  ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_BAKING, absl::Seconds(10)).has_value())
+      << DumpLogs();
+
+  controller_->Signal(SIGTERM);
+  ASSERT_EQ(controller_->Wait(absl::Seconds(10)), 0) << controller_->Log();
+  StartController();
+
+  // Right after the restart it is still the same rollout, baking the canary.
+  std::optional<weft::v1::Rollout> resumed = Status();
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ(resumed->id(), "rollout-1");
+  EXPECT_EQ(resumed->current_step(), 0u);
+  EXPECT_EQ(resumed->phase(), weft::v1::ROLLOUT_PHASE_BAKING);
+
+  std::optional<weft::v1::Rollout> done =
+      WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60));
+  ASSERT_TRUE(done.has_value()) << DumpLogs();
+  bool noted = false;
+  for (const auto& event : done->history()) {
+    noted |= absl::StrContains(event.message(), "controller restarted; resumed in BAKING");
+  }
+  EXPECT_TRUE(noted) << done->DebugString();
+  EXPECT_TRUE(WaitForMetric("weft_controller_desired_state_nodes{status=\"in_sync\"}", 6,
+                            absl::Seconds(10)))
+      << Metrics();
+  // The canary agents kept version 1 across the restart and were not sent it again:
+  // six ACKs in this controller's life would mean the canary was re-applied; the
+  // three wave nodes ACKed, the canary reported version 1 in its hello.
+  EXPECT_EQ(Metric("weft_controller_desired_state_acks_total{result=\"ack\"}"), 3);
+}
+
+}  // namespace
+}  // namespace weft
