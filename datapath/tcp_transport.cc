@@ -18,7 +18,8 @@
 namespace weft::datapath {
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x31544657;  // "WFT1"
+constexpr uint32_t kHelloMagic = 0x31544657;    // "WFT1": the data connection
+constexpr uint32_t kControlMagic = 0x31434657;  // "WFC1": the clear-to-send connection
 constexpr size_t kHeaderBytes = 8;
 constexpr int kMaxIov = 64;
 
@@ -50,7 +51,7 @@ TcpTransport::~TcpTransport() = default;
 absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
   const absl::Time deadline = absl::Now() + options_.connect_timeout;
   ASSIGN_OR_RETURN(ScopedFd listener,
-                   ListenTcp(options_.listen_host, 0, std::min(size_ + 16, 4096)));
+                   ListenTcp(options_.listen_host, 0, std::min(2 * size_ + 16, 4096)));
   ASSIGN_OR_RETURN(int port, LocalPort(listener.get()));
   ASSIGN_OR_RETURN(
       std::vector<std::string> addresses,
@@ -70,22 +71,25 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
   // rank waits on another's accept order.
   for (int peer = 0; peer < rank_; ++peer) {
     ASSIGN_OR_RETURN(HostPort address, ParseHostPort(addresses[peer]));
-    absl::StatusOr<ScopedFd> fd = ConnectTcp(address, deadline - absl::Now());
-    if (!fd.ok()) {
-      return absl::Status(fd.status().code(), absl::StrCat("rank ", rank_, " connecting to rank ",
-                                                           peer, ": ", fd.status().message()));
+    for (const uint32_t magic : {kHelloMagic, kControlMagic}) {
+      absl::StatusOr<ScopedFd> fd = ConnectTcp(address, deadline - absl::Now());
+      if (!fd.ok()) {
+        return absl::Status(fd.status().code(),
+                            absl::StrCat("rank ", rank_, " connecting to rank ", peer, ": ",
+                                         fd.status().message()));
+      }
+      const Hello hello{magic, static_cast<uint32_t>(rank_), static_cast<uint32_t>(peer),
+                        static_cast<uint32_t>(size_)};
+      RETURN_IF_ERROR(WriteFull(fd->get(), &hello, sizeof(hello), deadline));
+      (magic == kHelloMagic ? peers_[peer].fd : peers_[peer].control) = std::move(*fd);
     }
-    const Hello hello{kHelloMagic, static_cast<uint32_t>(rank_), static_cast<uint32_t>(peer),
-                      static_cast<uint32_t>(size_)};
-    RETURN_IF_ERROR(WriteFull(fd->get(), &hello, sizeof(hello), deadline));
-    peers_[peer].fd = std::move(*fd);
   }
-  for (int accepted = 0; accepted < size_ - 1 - rank_; ++accepted) {
+  for (int accepted = 0; accepted < 2 * (size_ - 1 - rank_); ++accepted) {
     absl::StatusOr<ScopedFd> fd = AcceptTcp(listener.get(), deadline - absl::Now());
     if (!fd.ok()) {
       std::vector<int> missing;
       for (int peer = rank_ + 1; peer < size_; ++peer) {
-        if (!peers_[peer].fd.valid()) missing.push_back(peer);
+        if (!peers_[peer].fd.valid() || !peers_[peer].control.valid()) missing.push_back(peer);
       }
       return absl::Status(fd.status().code(),
                           absl::StrCat("rank ", rank_, ": ranks ", absl::StrJoin(missing, ", "),
@@ -93,20 +97,26 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
     }
     Hello hello;
     RETURN_IF_ERROR(ReadFull(fd->get(), &hello, sizeof(hello), deadline));
-    if (hello.magic != kHelloMagic || hello.size != static_cast<uint32_t>(size_) ||
-        hello.to_rank != static_cast<uint32_t>(rank_) ||
-        hello.from_rank <= static_cast<uint32_t>(rank_) ||
-        hello.from_rank >= static_cast<uint32_t>(size_) || peers_[hello.from_rank].fd.valid()) {
+    const bool known_magic = hello.magic == kHelloMagic || hello.magic == kControlMagic;
+    const bool from_ok = hello.from_rank > static_cast<uint32_t>(rank_) &&
+                         hello.from_rank < static_cast<uint32_t>(size_);
+    if (!known_magic || hello.size != static_cast<uint32_t>(size_) ||
+        hello.to_rank != static_cast<uint32_t>(rank_) || !from_ok ||
+        (hello.magic == kHelloMagic ? peers_[hello.from_rank].fd
+                                    : peers_[hello.from_rank].control)
+            .valid()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "rank ", rank_, ": refused a connection claiming rank ", hello.from_rank, " of ",
           hello.size, " (to rank ", hello.to_rank, "); is another job using this address?"));
     }
-    peers_[hello.from_rank].fd = std::move(*fd);
+    (hello.magic == kHelloMagic ? peers_[hello.from_rank].fd : peers_[hello.from_rank].control) =
+        std::move(*fd);
   }
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     const int fd = peers_[peer].fd.get();
     RETURN_IF_ERROR(SetNonBlocking(fd));
+    RETURN_IF_ERROR(SetNonBlocking(peers_[peer].control.get()));
     if (options_.socket_buffer_bytes > 0) {
       // Above net.core.{w,r}mem_max only a privileged process may go (the *FORCE
       // options); otherwise the kernel caps the value.
@@ -157,6 +167,7 @@ absl::StatusOr<Transport::RequestId> TcpTransport::PostSend(int peer, const void
   if (!broken_.ok()) return broken_;
   Request* request =
       NewRequest(true, peer, const_cast<char*>(static_cast<const char*>(data)), num_bytes);
+  request->cleared = !NeedsClearance(num_bytes);
   peers_[peer].sends.push_back(request);
   // Start writing now: the message is on its way before the caller waits.
   if (peers_[peer].sends.size() == 1) ProgressSends(peer);
@@ -170,7 +181,75 @@ absl::StatusOr<Transport::RequestId> TcpTransport::PostRecv(int peer, void* data
   Request* request = NewRequest(false, peer, static_cast<char*>(data), num_bytes);
   request->header = 0;
   peers_[peer].recvs.push_back(request);
+  if (NeedsClearance(num_bytes)) {
+    // The buffer is posted: let the sender's bytes come.
+    ++peers_[peer].clears_posted;
+    FlushClears(peer);
+  }
   return request->id;
+}
+
+bool TcpTransport::NeedsClearance(size_t num_bytes) const {
+  return options_.clear_to_send_bytes > 0 && num_bytes >= options_.clear_to_send_bytes;
+}
+
+bool TcpTransport::CanWrite(const Peer& peer) const {
+  if (peer.sends.empty()) return false;
+  const Request* r = peer.sends.front();
+  return r->cleared || r->done_bytes < kHeaderBytes || peer.clears_used < peer.clears_received;
+}
+
+bool TcpTransport::FlushClears(int peer_rank) {
+  Peer& peer = peers_[peer_rank];
+  bool moved = false;
+  while (true) {
+    if (peer.control_out_written == kHeaderBytes) {
+      if (peer.clears_announced == peer.clears_posted) return moved;
+      peer.clears_announced = peer.clears_posted;
+      peer.control_out = htole64(peer.clears_announced);
+      peer.control_out_written = 0;
+    }
+    const ssize_t written =
+        ::send(peer.control.get(), reinterpret_cast<char*>(&peer.control_out) +
+                                       peer.control_out_written,
+               kHeaderBytes - peer.control_out_written, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (written < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      if (errno == EINTR) continue;
+      BreakOnSocketError("send", errno, absl::StrCat("clearing rank ", peer_rank, " to send"));
+      return true;
+    }
+    moved = true;
+    peer.control_out_written += static_cast<size_t>(written);
+  }
+}
+
+bool TcpTransport::ReadClears(int peer_rank) {
+  Peer& peer = peers_[peer_rank];
+  bool moved = false;
+  while (true) {
+    const ssize_t got =
+        ::recv(peer.control.get(), reinterpret_cast<char*>(&peer.control_in) + peer.control_in_read,
+               kHeaderBytes - peer.control_in_read, MSG_DONTWAIT);
+    if (got == 0) {
+      Break(absl::UnavailableError(absl::StrCat(
+          "rank ", peer_rank, " closed its connection to rank ", rank_, " (it exited or failed)")));
+      return true;
+    }
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
+      if (errno == EINTR) continue;
+      BreakOnSocketError("recv", errno,
+                         absl::StrCat("reading rank ", peer_rank, "'s clear-to-send"));
+      return true;
+    }
+    moved = true;
+    peer.control_in_read += static_cast<size_t>(got);
+    if (peer.control_in_read == kHeaderBytes) {
+      peer.clears_received = std::max(peer.clears_received, le64toh(peer.control_in));
+      peer.control_in_read = 0;
+    }
+  }
 }
 
 bool TcpTransport::ProgressSends(int peer_rank) {
@@ -182,16 +261,28 @@ bool TcpTransport::ProgressSends(int peer_rank) {
     size_t wanted = 0;
     for (Request* r : peer.sends) {
       if (n + 2 > kMaxIov) break;
+      if (!r->cleared && peer.clears_used < peer.clears_received) {
+        r->cleared = true;  // the receiver posted the buffer this message goes to
+        ++peer.clears_used;
+      }
       if (r->done_bytes < kHeaderBytes) {
         iov[n++] = {reinterpret_cast<char*>(&r->header) + r->done_bytes,
                     kHeaderBytes - r->done_bytes};
+        if (!r->cleared) {
+          // The header goes ahead, so a size mismatch shows at once; the bytes and
+          // everything behind them wait for the clear-to-send.
+          wanted += kHeaderBytes - r->done_bytes;
+          break;
+        }
         if (r->num_bytes > 0) iov[n++] = {r->data, r->num_bytes};
       } else {
+        if (!r->cleared) break;
         const size_t offset = r->done_bytes - kHeaderBytes;
         iov[n++] = {r->data + offset, r->num_bytes - offset};
       }
       wanted += kHeaderBytes + r->num_bytes - r->done_bytes;
     }
+    if (n == 0) return moved;  // waiting for a clear-to-send
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = n;
@@ -199,9 +290,7 @@ bool TcpTransport::ProgressSends(int peer_rank) {
     if (written < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
       if (errno == EINTR) continue;
-      Break(absl::Status(SocketErrnoToStatus("sendmsg", errno).code(),
-                         absl::StrCat("rank ", rank_, " sending to rank ", peer_rank, ": ",
-                                      SocketErrnoToStatus("sendmsg", errno).message())));
+      BreakOnSocketError("sendmsg", errno, absl::StrCat("sending to rank ", peer_rank));
       return true;
     }
     moved = true;
@@ -256,9 +345,7 @@ bool TcpTransport::ProgressRecvs(int peer_rank) {
     if (got < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return moved;
       if (errno == EINTR) continue;
-      const absl::Status error = SocketErrnoToStatus("recvmsg", errno);
-      Break(absl::Status(error.code(), absl::StrCat("rank ", rank_, " receiving from rank ",
-                                                    peer_rank, ": ", error.message())));
+      BreakOnSocketError("recvmsg", errno, absl::StrCat("receiving from rank ", peer_rank));
       return true;
     }
     moved = true;
@@ -290,6 +377,12 @@ bool TcpTransport::ProgressRecvs(int peer_rank) {
   return moved;
 }
 
+void TcpTransport::BreakOnSocketError(absl::string_view call, int error_number,
+                                      absl::string_view doing) {
+  const absl::Status error = SocketErrnoToStatus(call, error_number);
+  Break(absl::Status(error.code(), absl::StrCat("rank ", rank_, " ", doing, ": ", error.message())));
+}
+
 void TcpTransport::Break(const absl::Status& status) {
   if (broken_.ok()) {
     broken_ = status;
@@ -297,6 +390,7 @@ void TcpTransport::Break(const absl::Status& status) {
     // out their progress timeout.
     for (Peer& peer : peers_) {
       if (peer.fd.valid()) ::shutdown(peer.fd.get(), SHUT_RDWR);
+      if (peer.control.valid()) ::shutdown(peer.control.get(), SHUT_RDWR);
     }
   }
   for (Peer& peer : peers_) {
@@ -321,7 +415,8 @@ std::string TcpTransport::DescribePending() const {
     for (const Request* r : peers_[p].sends) {
       parts.push_back(absl::StrCat("send to rank ", p, " (",
                                    r->done_bytes > kHeaderBytes ? r->done_bytes - kHeaderBytes : 0,
-                                   " of ", r->num_bytes, " bytes)"));
+                                   " of ", r->num_bytes, " bytes",
+                                   r->cleared ? "" : ", waiting for its clear-to-send", ")"));
     }
     if (parts.size() > 8) break;
   }
@@ -331,13 +426,26 @@ std::string TcpTransport::DescribePending() const {
 bool TcpTransport::PollOnce(int timeout_ms) {
   poll_fds_.clear();
   poll_peers_.clear();
+  poll_is_control_.clear();
   for (int p = 0; p < size_; ++p) {
+    const Peer& peer = peers_[p];
+    const bool can_write = CanWrite(peer);
     short events = 0;
-    if (!peers_[p].sends.empty()) events |= POLLOUT;
-    if (!peers_[p].recvs.empty()) events |= POLLIN;
-    if (events == 0) continue;
-    poll_fds_.push_back({peers_[p].fd.get(), events, 0});
-    poll_peers_.push_back(p);
+    if (can_write) events |= POLLOUT;
+    if (!peer.recvs.empty()) events |= POLLIN;
+    if (events != 0) {
+      poll_fds_.push_back({peer.fd.get(), events, 0});
+      poll_peers_.push_back(p);
+      poll_is_control_.push_back(false);
+    }
+    short control_events = 0;
+    if (!peer.sends.empty() && !can_write) control_events |= POLLIN;  // awaiting a clear
+    if (peer.control_out_written < kHeaderBytes) control_events |= POLLOUT;
+    if (control_events != 0) {
+      poll_fds_.push_back({peer.control.get(), control_events, 0});
+      poll_peers_.push_back(p);
+      poll_is_control_.push_back(true);
+    }
   }
   if (poll_fds_.empty()) return false;
   const int ready = ::poll(poll_fds_.data(), poll_fds_.size(), timeout_ms);
@@ -346,19 +454,30 @@ bool TcpTransport::PollOnce(int timeout_ms) {
     return false;
   }
   bool moved = false;
+  constexpr short kReadable = POLLIN | POLLERR | POLLHUP;
+  constexpr short kWritable = POLLOUT | POLLERR | POLLHUP;
   // Reads first: draining what arrived keeps the peers' windows open, so they are not
-  // held up while this rank writes.
-  for (size_t i = 0; i < poll_fds_.size() && ready > 0; ++i) {
+  // held up while this rank writes; clear-to-sends next, so the writes below may use
+  // them.
+  for (size_t i = 0; i < poll_fds_.size() && ready > 0 && broken_.ok(); ++i) {
     const int p = poll_peers_[i];
-    if ((poll_fds_[i].revents & (POLLIN | POLLERR | POLLHUP)) && !peers_[p].recvs.empty()) {
+    if (!(poll_fds_[i].revents & kReadable)) continue;
+    if (poll_is_control_[i]) {
+      moved |= ReadClears(p);
+    } else if (!peers_[p].recvs.empty()) {
       moved |= ProgressRecvs(p);
     }
   }
   // Write only when the kernel says there is room (it waits for a good share of the
   // send buffer to free up): many small writes make many small segments and acks.
-  for (size_t i = 0; i < poll_fds_.size() && ready > 0; ++i) {
+  for (size_t i = 0; i < poll_fds_.size() && ready > 0 && broken_.ok(); ++i) {
     const int p = poll_peers_[i];
-    if ((poll_fds_[i].revents & (POLLOUT | POLLERR | POLLHUP)) && !peers_[p].sends.empty()) {
+    if (poll_is_control_[i]) {
+      if (poll_fds_[i].revents & kWritable) moved |= FlushClears(p);
+      // A clear that just arrived opens this peer's data socket: try it now rather
+      // than after another poll.
+      if (CanWrite(peers_[p])) moved |= ProgressSends(p);
+    } else if ((poll_fds_[i].revents & kWritable) && !peers_[p].sends.empty()) {
       moved |= ProgressSends(p);
     }
   }

@@ -11,10 +11,19 @@
 // small-message latency to the system calls and leaves the cores to the ranks, which
 // matters when ranks outnumber cores.
 //
+// Flow control: a message of at least options.clear_to_send_bytes leaves only after
+// the receiver has posted its buffer (as Gloo's TCP transport does). Its 8-byte header
+// goes at once (so a size mismatch is still caught on arrival), its bytes once the
+// receiver said "clear to send": on posting each such receive it raises a counter it
+// sends on a second, control-only connection to that peer. Large data then never waits
+// in full socket buffers for a receiver busy elsewhere, which keeps TCP's windows open
+// and its buffer autotuning fed; smaller messages stay eager, for latency.
+//
 // Setup: each rank listens on options.listen_host (port 0), publishes host:port under
-// options.rendezvous_key, connects to every lower rank and accepts every higher one.
-// The hello on each connection carries the ranks and the job size, so a stray or
-// mis-ranked connection is refused.
+// options.rendezvous_key, connects to every lower rank and accepts every higher one,
+// twice per pair (data, then control). The hello on each connection carries the
+// ranks, the job size and which connection it is, so a stray or mis-ranked connection
+// is refused.
 //
 // Thread-safety: as Transport: one thread at a time.
 #ifndef WEFT_DATAPATH_TCP_TRANSPORT_H_
@@ -54,6 +63,9 @@ struct TcpTransportOptions {
   absl::Duration spin_before_block = absl::Microseconds(20);
   // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning on.
   int socket_buffer_bytes = 0;
+  // Messages of at least this many bytes wait for the receiver's clear-to-send (see
+  // above); every rank of a job must use the same value. 0 sends everything eagerly.
+  size_t clear_to_send_bytes = 64 * 1024;
 };
 
 class TcpTransport : public Transport {
@@ -82,6 +94,8 @@ class TcpTransport : public Transport {
     size_t num_bytes = 0;
     size_t done_bytes = 0;  // header included: complete at num_bytes + 8
     uint64_t header = 0;    // send: the length to write; recv: the length read
+    // Send: its bytes may go (eager, or the receiver's clear-to-send was counted).
+    bool cleared = true;
     bool complete = false;
     absl::Status status;
   };
@@ -89,6 +103,17 @@ class TcpTransport : public Transport {
     ScopedFd fd;
     std::deque<Request*> sends;
     std::deque<Request*> recvs;
+    // Flow control on the control connection, in both directions: the counters are
+    // cumulative, so a frame carries the latest value and frames may coalesce.
+    ScopedFd control;
+    uint64_t clears_received = 0;  // the peer's large receives posted for us
+    uint64_t clears_used = 0;      // of those, given to our large sends
+    uint64_t clears_posted = 0;    // our large receives posted for the peer
+    uint64_t clears_announced = 0; // the value of the last frame queued to the peer
+    uint64_t control_out = 0;      // that frame, little-endian
+    size_t control_out_written = 8;  // 8: nothing in flight
+    uint64_t control_in = 0;
+    size_t control_in_read = 0;
   };
 
   TcpTransport(int rank, int size, const TcpTransportOptions& options);
@@ -101,9 +126,17 @@ class TcpTransport : public Transport {
   // Moves what can move without blocking; true if any byte moved.
   bool ProgressSends(int peer);
   bool ProgressRecvs(int peer);
+  // Sends this rank's latest clear-to-send count / reads the peer's.
+  bool FlushClears(int peer);
+  bool ReadClears(int peer);
+  // Whether the peer's first queued send has bytes that may be written now.
+  bool CanWrite(const Peer& peer) const;
+  bool NeedsClearance(size_t num_bytes) const;
   // Fails every queued request, makes later calls fail with `status`, and shuts the
   // connections down so the peers fail fast too.
   void Break(const absl::Status& status);
+  // Break with the failed call's error, saying what this rank was doing.
+  void BreakOnSocketError(absl::string_view call, int error_number, absl::string_view doing);
   std::string DescribePending() const;
 
   const int rank_;
@@ -117,6 +150,7 @@ class TcpTransport : public Transport {
   absl::Duration spin_before_block_ = absl::ZeroDuration();
   std::vector<pollfd> poll_fds_;
   std::vector<int> poll_peers_;
+  std::vector<bool> poll_is_control_;
 };
 
 }  // namespace weft::datapath

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "datapath/in_process_rendezvous.h"
 #include "datapath/transport_test_util.h"
 #include "gtest/gtest.h"
@@ -71,6 +72,65 @@ TEST(TcpTransportTest, ExplicitSocketBuffersStillMoveLargeMessages) {
     }
   });
   EXPECT_EQ(in, out);
+}
+
+// With socket buffers far larger than the message, an eager send would be done before
+// the receiver posts; a message at the clear-to-send size waits for the receive.
+TEST(TcpTransportTest, ALargeSendLeavesOnlyOnceItsReceiveIsPosted) {
+  TcpTransportOptions options;
+  options.socket_buffer_bytes = 8 << 20;
+  options.clear_to_send_bytes = 256 * 1024;
+  auto transports = MakeTcpTransports(2, options);
+  ASSERT_TRUE(transports.ok());
+  std::vector<char> large(1 << 20, 'L'), large_in(1 << 20);
+  std::vector<char> small(1000, 's'), small_in(1000);
+  absl::Time small_sent, large_sent, large_posted;
+  RunRanks(2, [&](int rank) {
+    Transport& t = *(*transports)[rank];
+    if (rank == 0) {
+      ASSERT_TRUE(t.Send(1, small.data(), small.size()).ok());
+      small_sent = absl::Now();
+      ASSERT_TRUE(t.Send(1, large.data(), large.size()).ok());
+      large_sent = absl::Now();
+    } else {
+      absl::SleepFor(absl::Milliseconds(300));
+      ASSERT_TRUE(t.Recv(0, small_in.data(), small_in.size()).ok());
+      large_posted = absl::Now();
+      ASSERT_TRUE(t.Recv(0, large_in.data(), large_in.size()).ok());
+    }
+  });
+  EXPECT_LT(small_sent, large_posted) << "a small message is eager";
+  EXPECT_GE(large_sent, large_posted) << "the large one waited for its receive";
+  EXPECT_EQ(small_in, small);
+  EXPECT_EQ(large_in, large);
+}
+
+TEST(TcpTransportTest, ASendWaitingForItsClearSaysSoOnTimeout) {
+  TcpTransportOptions options;
+  options.progress_timeout = absl::Milliseconds(100);
+  options.clear_to_send_bytes = 4096;
+  auto transports = MakeTcpTransports(2, options);
+  ASSERT_TRUE(transports.ok());
+  std::vector<char> data(8192);
+  absl::Status status = (*transports)[0]->Send(1, data.data(), data.size());
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(status.message().find(
+                "send to rank 1 (0 of 8192 bytes, waiting for its clear-to-send)"),
+            absl::string_view::npos)
+      << status;
+}
+
+TEST(TcpTransportTest, ClearToSendOffIsEager) {
+  TcpTransportOptions options;
+  options.clear_to_send_bytes = 0;
+  options.socket_buffer_bytes = 8 << 20;
+  auto transports = MakeTcpTransports(2, options);
+  ASSERT_TRUE(transports.ok());
+  std::vector<char> data(1 << 20, 'e'), in(1 << 20);
+  // Nobody receives yet, and the send still completes into the socket buffers.
+  ASSERT_TRUE((*transports)[0]->Send(1, data.data(), data.size()).ok());
+  ASSERT_TRUE((*transports)[1]->Recv(0, in.data(), in.size()).ok());
+  EXPECT_EQ(in, data);
 }
 
 }  // namespace

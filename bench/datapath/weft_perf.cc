@@ -51,6 +51,9 @@ ABSL_FLAG(std::string, collectives, "all-reduce,all-to-all", "Collectives to run
 ABSL_FLAG(int, weft_socket_buffer_bytes, 0, "Weft TCP SO_SNDBUF/SO_RCVBUF (0: autotuning).");
 ABSL_FLAG(uint64_t, weft_segment_bytes, 0, "Weft ring segment size (0: the default).");
 ABSL_FLAG(int, weft_spin_us, -1, "Weft TCP spin before blocking, µs (-1: the default).");
+ABSL_FLAG(int64_t, weft_clear_to_send_bytes, -1,
+          "Weft TCP: messages from this size wait for the receiver's clear-to-send (0: all "
+          "eager; -1: the default).");
 ABSL_FLAG(int, weft_ring_window, 0, "Weft all-reduce ring window (0: the default).");
 ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
 ABSL_FLAG(double, budget_seconds, 0.15, "Timed seconds per size and library.");
@@ -121,6 +124,10 @@ int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKin
   request.kind = kind;
   request.scope = "weft-perf";
   request.tcp.socket_buffer_bytes = absl::GetFlag(FLAGS_weft_socket_buffer_bytes);
+  if (absl::GetFlag(FLAGS_weft_clear_to_send_bytes) >= 0) {
+    request.tcp.clear_to_send_bytes =
+        static_cast<size_t>(absl::GetFlag(FLAGS_weft_clear_to_send_bytes));
+  }
   if (absl::GetFlag(FLAGS_weft_spin_us) >= 0) {
     request.tcp.spin_before_block = absl::Microseconds(absl::GetFlag(FLAGS_weft_spin_us));
   }
