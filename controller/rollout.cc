@@ -53,11 +53,11 @@ struct Kpis {
 
 Kpis KpisOf(const FleetNode& node) {
   Kpis k;
-  k.pfc_pause_share = node.rates.pfc_pause_us_per_s / 1e6 / std::max(node.nics, 1);
-  k.ecn_marks_per_s = node.rates.ecn_marked_per_s;
-  k.cnps_per_s = node.rates.cnp_handled_per_s;
-  k.retransmissions_per_s = node.rates.retransmissions_per_s;
-  k.tx_gbps = node.rates.tx_gbps;
+  k.pfc_pause_share = node.rates.pfc_pause_us_per_s() / 1e6 / std::max(node.nics, 1);
+  k.ecn_marks_per_s = node.rates.ecn_marked_per_s();
+  k.cnps_per_s = node.rates.cnp_handled_per_s();
+  k.retransmissions_per_s = node.rates.retransmissions_per_s();
+  k.tx_gbps = node.rates.tx_gbps();
   return k;
 }
 

@@ -33,7 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "controller/nic_rates.h"
+#include "proto/weft/v1/admin.pb.h"
 #include "proto/weft/v1/policy.pb.h"
 #include "proto/weft/v1/rollout.pb.h"
 
@@ -46,7 +46,7 @@ struct FleetNode {
   std::string pod;
   bool reporting = false;
   int nics = 0;
-  NicRates rates;  // the node's current rates (sum over its NICs)
+  weft::v1::NodeRates rates;  // the node's current rates (sum over its NICs)
   // From the desired-state manager.
   uint64_t applied_version = 0;
   uint64_t nacked_version = 0;

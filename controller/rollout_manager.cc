@@ -33,18 +33,6 @@ bool RollingBackOrBack(weft::v1::RolloutPhase phase) {
          phase == weft::v1::ROLLOUT_PHASE_ROLLED_BACK || phase == weft::v1::ROLLOUT_PHASE_ABORTED;
 }
 
-NicRates RatesOf(const weft::v1::NodeRates& r) {
-  NicRates rates;
-  rates.tx_gbps = r.tx_gbps();
-  rates.rx_gbps = r.rx_gbps();
-  rates.ecn_marked_per_s = r.ecn_marked_per_s();
-  rates.cnp_sent_per_s = r.cnp_sent_per_s();
-  rates.cnp_handled_per_s = r.cnp_handled_per_s();
-  rates.pfc_pause_us_per_s = r.pfc_pause_us_per_s();
-  rates.retransmissions_per_s = r.retransmissions_per_s();
-  return rates;
-}
-
 // The state a rollback of `rollout` sends `node`.
 weft::v1::DesiredState RollbackState(const Rollout& rollout, const weft::v1::NodeInfo& node) {
   weft::v1::DesiredState state = rollout.has_previous_policy()
@@ -283,7 +271,7 @@ std::vector<FleetNode> RolloutManager::FleetLocked(
     node.pod = status.info().pod();
     node.reporting = status.reporting();
     node.nics = status.info().nics_size();
-    node.rates = RatesOf(status.rates());
+    node.rates = status.rates();
     if (std::optional<NodeSync> sync = desired_->Get(node.name)) {
       node.applied_version = sync->applied_version;
       node.nacked_version = sync->nacked_version;

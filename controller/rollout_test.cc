@@ -28,10 +28,10 @@ std::vector<FleetNode> Fleet() {
       n.pod = "p1";
       n.reporting = true;
       n.nics = 8;
-      n.rates.tx_gbps = 100;
-      n.rates.pfc_pause_us_per_s = 8 * 1000;  // 0.1% of the time per NIC
-      n.rates.ecn_marked_per_s = 100;
-      n.rates.cnp_handled_per_s = 100;
+      n.rates.set_tx_gbps(100);
+      n.rates.set_pfc_pause_us_per_s(8 * 1000);  // 0.1% of the time per NIC
+      n.rates.set_ecn_marked_per_s(100);
+      n.rates.set_cnp_handled_per_s(100);
       fleet.push_back(n);
     }
   }
@@ -204,7 +204,7 @@ TEST_F(RolloutTest, SustainedPfcRegressionOnTheCanaryRollsBack) {
   ASSERT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
   // Two NICs of one canary node pause all the time: +25 points on that node, +8.3 over
   // the canary group, past the 5-point threshold.
-  Find(fleet_, "n-r2-1").rates.pfc_pause_us_per_s = 2 * 1e6 + 8 * 1000;
+  Find(fleet_, "n-r2-1").rates.set_pfc_pause_us_per_s(2 * 1e6 + 8 * 1000);
   Advance(absl::Seconds(1));
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
   EXPECT_NE(rollout_.regression_since_us(), 0);
@@ -225,10 +225,10 @@ TEST_F(RolloutTest, ShortRegressionDoesNotRollBackButHoldsTheBake) {
   Advance();
   Apply(fleet_, StepNodes(0), 5);
   Advance(absl::Seconds(1));
-  Find(fleet_, "n-r1-1").rates.retransmissions_per_s = 1000;
+  Find(fleet_, "n-r1-1").rates.set_retransmissions_per_s(1000);
   Advance(absl::Seconds(55));
   EXPECT_NE(rollout_.regression_since_us(), 0);
-  Find(fleet_, "n-r1-1").rates.retransmissions_per_s = 0;
+  Find(fleet_, "n-r1-1").rates.set_retransmissions_per_s(0);
   Advance(absl::Seconds(1));
   EXPECT_EQ(rollout_.regression_since_us(), 0);
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
@@ -242,8 +242,8 @@ TEST_F(RolloutTest, ThroughputDropAndCnpIncreaseAreRegressions) {
   Apply(fleet_, StepNodes(0), 5);
   Advance(absl::Seconds(1));
   for (const std::string& n : StepNodes(0)) {
-    Find(fleet_, n).rates.tx_gbps = 70;
-    Find(fleet_, n).rates.cnp_handled_per_s = 5000;
+    Find(fleet_, n).rates.set_tx_gbps(70);
+    Find(fleet_, n).rates.set_cnp_handled_per_s(5000);
   }
   Advance(absl::Seconds(1));
   std::vector<std::string> regressed;
@@ -260,11 +260,11 @@ TEST_F(RolloutTest, PauseStopsEverythingAndResumeRestartsTheBake) {
   ASSERT_TRUE(PauseRollout(rollout_, now_).ok());
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_PAUSED);
   EXPECT_EQ(PauseRollout(rollout_, now_).code(), absl::StatusCode::kFailedPrecondition);
-  Find(fleet_, "n-r1-1").rates.pfc_pause_us_per_s = 8e6;  // not judged while paused
+  Find(fleet_, "n-r1-1").rates.set_pfc_pause_us_per_s(8e6);  // not judged while paused
   RolloutActions a = Advance(absl::Seconds(600));
   EXPECT_FALSE(a.changed);
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_PAUSED);
-  Find(fleet_, "n-r1-1").rates.pfc_pause_us_per_s = 0;
+  Find(fleet_, "n-r1-1").rates.set_pfc_pause_us_per_s(0);
   ASSERT_TRUE(ResumeRollout(rollout_, now_).ok());
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
   Advance(absl::Seconds(30));
@@ -296,7 +296,7 @@ TEST_F(RolloutTest, NonReportingNodesAreNotJudged) {
   Advance(absl::Seconds(1));
   FleetNode& silent = Find(fleet_, "n-r1-1");
   silent.reporting = false;
-  silent.rates.pfc_pause_us_per_s = 8e6;
+  silent.rates.set_pfc_pause_us_per_s(8e6);
   Advance(absl::Seconds(1));
   EXPECT_EQ(rollout_.last_judgement().changed_nodes(), 2u);
   EXPECT_EQ(rollout_.regression_since_us(), 0);
