@@ -111,7 +111,7 @@ TEST_F(InspectTest, TunablesOfTheSimulatedBackend) {
                            "--lldp", "off"},
                           absl::Seconds(10));
   ASSERT_EQ(table.exit_status, 0) << table.err;
-  EXPECT_THAT(table.out, HasSubstr("dscp_to_priority               26:3,48:6"));
+  EXPECT_THAT(table.out, HasSubstr("dscp_to_priority               0:0,26:3,48:6"));
   EXPECT_THAT(table.out, HasSubstr("rp_enabled_priorities          0,1,2,3,4,5,6,7"));
 }
 

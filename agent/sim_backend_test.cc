@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "agent/counter_math.h"
 #include "agent/tunables/applier.h"
+#include "common/tunable_ranges.h"
 #include "agent/stable_hash.h"
 #include "common/fake_clock.h"
 #include "gtest/gtest.h"
@@ -453,15 +454,9 @@ TEST(SimBackendTest, PfcOffOnTheRocePriorityStopsPausesAndDropsInstead) {
   // The recipe with PFC moved from priority 3 to 4 (and no RoCE ToS, so it validates).
   weft::v1::DesiredState state;
   state.set_version(3);
-  weft::v1::NodeQos* qos = state.mutable_qos();
-  qos->set_trust(weft::v1::TRUST_MODE_DSCP);
-  (*qos->mutable_dscp_to_priority())[26] = 3;
-  qos->add_pfc_priorities(4);
-  for (uint32_t i = 0; i < 8; ++i) {
-    qos->add_priority_to_tc(0);
-    qos->add_tc_tsa(weft::v1::TSA_ETS);
-    qos->add_tc_bandwidth_percent(i == 0 ? 100 : 0);
-  }
+  *state.mutable_qos() = RecipeQos();
+  state.mutable_qos()->clear_default_roce_tos();
+  state.mutable_qos()->set_pfc_priorities(0, 4);
   MustApply(*backend, state);
   const auto samples4 = Sample(*backend, clock, absl::Seconds(1), 2);
   for (const NicSample& s : samples4.back()) {

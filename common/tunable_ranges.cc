@@ -181,6 +181,23 @@ DcqcnParams DefaultDcqcnParams() {
   return params;
 }
 
+NodeQos RecipeQos() {
+  NodeQos qos;
+  qos.set_trust(weft::v1::TRUST_MODE_DSCP);
+  (*qos.mutable_dscp_to_priority())[0] = 0;
+  (*qos.mutable_dscp_to_priority())[26] = 3;
+  (*qos.mutable_dscp_to_priority())[kDefaultCnpDscp] = 6;
+  qos.add_pfc_priorities(3);
+  for (uint32_t p = 0; p < kNumPriorities; ++p) {
+    const bool own_class = p == 3 || p == 6;
+    qos.add_priority_to_tc(own_class ? p : 0);
+    qos.add_tc_tsa(p == 0 || p == 3 ? weft::v1::TSA_ETS : weft::v1::TSA_STRICT);
+    qos.add_tc_bandwidth_percent(p == 0 || p == 3 ? 50 : 0);
+  }
+  qos.set_default_roce_tos(106);
+  return qos;
+}
+
 std::vector<ParameterError> ValidateDcqcnParams(const DcqcnParams& dcqcn) {
   std::vector<ParameterError> errors;
   for (const DcqcnParamRange& range : DcqcnParamRanges()) {

@@ -70,6 +70,12 @@ const DcqcnParamRange* FindDcqcnParamRange(absl::string_view name);
 // forces it to 0 anyway.
 weft::v1::DcqcnParams DefaultDcqcnParams();
 
+// The common production QoS recipe (roce-facts.md §3): DSCP trust; DSCP 0 -> priority 0,
+// RoCE DSCP 26 -> priority 3 with PFC, CNP DSCP 48 -> priority 6; priorities 3 and 6 on
+// traffic classes 3 and 6, the rest on TC 0; TC 0 and TC 3 ETS 50% each, the others
+// strict; default_roce_tos 106 (DSCP 26, ECT(0)).
+weft::v1::NodeQos RecipeQos();
+
 // Reads / writes one scalar DcqcnParams field by its cc_params name. Get returns false
 // when the field is unset or unknown; Set returns false for an unknown name.
 bool GetDcqcnParam(const weft::v1::DcqcnParams& params, absl::string_view name,

@@ -15,24 +15,6 @@ using weft::v1::DesiredState;
 using weft::v1::NodeQos;
 using weft::v1::ParameterError;
 
-// The production recipe of roce-facts.md §3: DSCP trust, RoCE DSCP 26 -> priority 3
-// lossless, CNPs DSCP 48 -> priority 6 strict, TC3 ETS 50%.
-NodeQos RecipeQos() {
-  NodeQos qos;
-  qos.set_trust(weft::v1::TRUST_MODE_DSCP);
-  (*qos.mutable_dscp_to_priority())[26] = 3;
-  (*qos.mutable_dscp_to_priority())[48] = 6;
-  (*qos.mutable_dscp_to_priority())[0] = 0;
-  qos.add_pfc_priorities(3);
-  for (uint32_t p = 0; p < 8; ++p) qos.add_priority_to_tc(p);
-  for (uint32_t share : {50, 0, 0, 50, 0, 0, 0, 0}) qos.add_tc_bandwidth_percent(share);
-  for (uint32_t tc = 0; tc < 8; ++tc) {
-    qos.add_tc_tsa(tc == 0 || tc == 3 ? weft::v1::TSA_ETS : weft::v1::TSA_STRICT);
-  }
-  qos.set_default_roce_tos(106);
-  return qos;
-}
-
 DesiredState RecipeState() {
   DesiredState state;
   state.set_node_name("node-1");
@@ -93,6 +75,19 @@ TEST(TunableRangesTest, DefaultsAreTheFirmwareDefaultsOfTheFacts) {
   EXPECT_EQ(defaults.rp_enabled_priorities_size(), 8);
   EXPECT_EQ(defaults.np_enabled_priorities_size(), 8);
   EXPECT_TRUE(ValidateDcqcnParams(defaults).empty());
+}
+
+TEST(TunableRangesTest, RecipeQosIsTheFactsRecipe) {
+  NodeQos qos = RecipeQos();
+  EXPECT_EQ(qos.trust(), weft::v1::TRUST_MODE_DSCP);
+  EXPECT_EQ(qos.dscp_to_priority().at(26), 3u);
+  EXPECT_EQ(qos.dscp_to_priority().at(48), 6u);
+  ASSERT_EQ(qos.pfc_priorities_size(), 1);
+  EXPECT_EQ(qos.pfc_priorities(0), 3u);
+  EXPECT_EQ(qos.priority_to_tc(3), 3u);
+  EXPECT_EQ(qos.tc_tsa(6), weft::v1::TSA_STRICT);
+  EXPECT_EQ(qos.tc_bandwidth_percent(3), 50u);
+  EXPECT_EQ(qos.default_roce_tos(), 106u);  // DSCP 26 << 2 | ECT(0)
 }
 
 TEST(TunableRangesTest, ProductionRecipeIsValid) {

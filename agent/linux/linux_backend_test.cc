@@ -8,6 +8,7 @@
 #include "agent/counter_math.h"
 #include "agent/tunables/applier.h"
 #include "agent/tunables/fake_dcb_client.h"
+#include "common/tunable_ranges.h"
 #include "common/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -229,13 +230,8 @@ TEST_F(LinuxBackendTest, TunablesOfEachDiscoveredNicApplyTransactionally) {
   weft::v1::DesiredState state;
   state.set_version(3);
   state.mutable_dcqcn()->set_rp_gd(9);
-  state.mutable_qos()->set_trust(weft::v1::TRUST_MODE_PCP);
-  state.mutable_qos()->add_pfc_priorities(3);
-  for (int i = 0; i < 8; ++i) {
-    state.mutable_qos()->add_priority_to_tc(0);
-    state.mutable_qos()->add_tc_tsa(weft::v1::TSA_ETS);
-    state.mutable_qos()->add_tc_bandwidth_percent(i == 0 ? 100 : 0);
-  }
+  *state.mutable_qos() = RecipeQos();
+  state.mutable_qos()->clear_default_roce_tos();  // no rdma_cm in this fixture
   ApplyOutcome outcome = ApplyDesiredState(state, nics, false);
   ASSERT_TRUE(outcome.accepted) << (outcome.errors.empty() ? "" : outcome.errors[0].reason());
   EXPECT_EQ(*Sysfs(root_).ReadString("sys/kernel/debug/mlx5/0000:29:00.0/cc_params/rp_gd"), "9");

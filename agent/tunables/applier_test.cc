@@ -47,17 +47,7 @@ weft::v1::DesiredState RecipeState() {
   state.set_node_name("node-1");
   state.set_version(4);
   state.set_nonce("n4");
-  weft::v1::NodeQos* qos = state.mutable_qos();
-  qos->set_trust(weft::v1::TRUST_MODE_DSCP);
-  (*qos->mutable_dscp_to_priority())[26] = 3;
-  (*qos->mutable_dscp_to_priority())[48] = 6;
-  qos->add_pfc_priorities(3);
-  for (uint32_t p = 0; p < 8; ++p) qos->add_priority_to_tc(p == 3 ? 3 : (p == 6 ? 6 : 0));
-  for (uint32_t share : {50, 0, 0, 50, 0, 0, 0, 0}) qos->add_tc_bandwidth_percent(share);
-  for (uint32_t tc = 0; tc < 8; ++tc) {
-    qos->add_tc_tsa(tc == 0 || tc == 3 ? weft::v1::TSA_ETS : weft::v1::TSA_STRICT);
-  }
-  qos->set_default_roce_tos(106);
+  *state.mutable_qos() = RecipeQos();
   *state.mutable_dcqcn() = DefaultDcqcnParams();
   state.mutable_dcqcn()->clear_rp_enabled_priorities();  // debugfs node: no switches
   state.mutable_dcqcn()->clear_np_enabled_priorities();
@@ -126,7 +116,7 @@ TEST_F(ApplierTest, AppliesReadsBackAndAcks) {
   std::map<std::string, std::string> read_back;
   for (const auto& v : outcome.read_back) read_back[v.device() + " " + v.parameter()] = v.value();
   EXPECT_EQ(read_back["mlx5_1 rp_hai_rate"], "100");
-  EXPECT_EQ(read_back["mlx5_0 dscp_to_priority"], "26:3,48:6");
+  EXPECT_EQ(read_back["mlx5_0 dscp_to_priority"], "0:0,26:3,48:6");
   EXPECT_EQ(read_back["mlx5_0 trust"], "dscp");
 
   // Idempotent: the same state again changes nothing and ACKs.
@@ -145,7 +135,7 @@ TEST_F(ApplierTest, WriteFailingMidwayRestoresEverythingAndNacksNamingIt) {
   ASSERT_THAT(outcome.errors, SizeIs(1));
   EXPECT_EQ(outcome.errors[0].device(), "mlx5_1");
   EXPECT_EQ(outcome.errors[0].parameter(), "dscp_to_priority");
-  EXPECT_EQ(outcome.errors[0].value(), "26:3,48:6");
+  EXPECT_EQ(outcome.errors[0].value(), "0:0,26:3,48:6");
   EXPECT_THAT(outcome.errors[0].reason(), HasSubstr("write failed: simulated: the firmware refused"));
   EXPECT_EQ(Snapshot(), before);  // every value as it was, on both NICs
   EXPECT_EQ(File("sys/kernel/debug/mlx5/0000:19:00.0/cc_params/rp_ai_rate"), "5");

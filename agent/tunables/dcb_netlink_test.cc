@@ -18,6 +18,7 @@
 #include "agent/tunables/dcb_client.h"
 #include "agent/tunables/dcb_qos.h"
 #include "agent/tunables/nic_tunables.h"
+#include "common/tunable_ranges.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -247,15 +248,8 @@ TEST_F(DcbNetlinkKernelTest, ApplyingQosToVethNacksEachParameterWithTheKernelsRe
   RoutedNicTunables nic("veth_rdma0", std::move(parts), {});
   weft::v1::DesiredState state;
   state.set_version(1);
-  weft::v1::NodeQos* qos = state.mutable_qos();
-  qos->set_trust(weft::v1::TRUST_MODE_DSCP);
-  (*qos->mutable_dscp_to_priority())[26] = 3;
-  qos->add_pfc_priorities(3);
-  for (int i = 0; i < 8; ++i) {
-    qos->add_priority_to_tc(0);
-    qos->add_tc_tsa(weft::v1::TSA_ETS);
-    qos->add_tc_bandwidth_percent(i == 0 ? 100 : 0);
-  }
+  *state.mutable_qos() = RecipeQos();
+  state.mutable_qos()->clear_default_roce_tos();  // DCB only here
   ApplyOutcome outcome = ApplyDesiredState(state, {&nic}, /*dry_run=*/false);
   EXPECT_FALSE(outcome.accepted);
   ASSERT_EQ(outcome.errors.size(), 4u);

@@ -25,17 +25,7 @@ SimNicTunables::SimNicTunables(std::string device) : device_(std::move(device)) 
   *defaults.mutable_dcqcn() = DefaultDcqcnParams();
   defaults.mutable_dcqcn()->set_np_min_time_between_cnps(0);
   defaults.mutable_dcqcn()->set_np_cnp_prio_mode(0);
-  weft::v1::NodeQos* qos = defaults.mutable_qos();
-  qos->set_trust(weft::v1::TRUST_MODE_DSCP);
-  (*qos->mutable_dscp_to_priority())[26] = 3;
-  (*qos->mutable_dscp_to_priority())[48] = 6;
-  qos->add_pfc_priorities(3);
-  for (uint32_t i = 0; i < 8; ++i) {
-    qos->add_priority_to_tc(i == 3 || i == 6 ? i : 0);
-    qos->add_tc_tsa(i == 0 || i == 3 ? weft::v1::TSA_ETS : weft::v1::TSA_STRICT);
-    qos->add_tc_bandwidth_percent(i == 0 || i == 3 ? 50 : 0);
-  }
-  qos->set_default_roce_tos(106);
+  *defaults.mutable_qos() = RecipeQos();
   for (const ParamValue& p : DesiredParameters(defaults)) values_[p.parameter] = p.value;
   UpdateMasks();
 }

@@ -43,16 +43,7 @@ TEST(TunableParamsTest, EtsRoundTrip) {
 TEST(TunableParamsTest, DesiredParametersInWriteOrder) {
   weft::v1::DesiredState state;
   state.set_version(1);
-  weft::v1::NodeQos* qos = state.mutable_qos();
-  qos->set_trust(weft::v1::TRUST_MODE_DSCP);
-  (*qos->mutable_dscp_to_priority())[26] = 3;
-  qos->add_pfc_priorities(3);
-  for (int i = 0; i < 8; ++i) {
-    qos->add_priority_to_tc(0);
-    qos->add_tc_tsa(i == 0 ? weft::v1::TSA_ETS : weft::v1::TSA_STRICT);
-    qos->add_tc_bandwidth_percent(i == 0 ? 100 : 0);
-  }
-  qos->set_default_roce_tos(106);
+  *state.mutable_qos() = RecipeQos();
   state.mutable_dcqcn()->set_np_cnp_prio_mode(0);
   state.mutable_dcqcn()->set_np_cnp_prio(6);
   state.mutable_dcqcn()->set_rp_ai_rate(10);
