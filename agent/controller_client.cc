@@ -75,7 +75,9 @@ GrpcControllerClient::GrpcControllerClient(GrpcControllerClientOptions options)
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, ToMillis(options_.min_reconnect_backoff));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ToMillis(options_.min_reconnect_backoff));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ToMillis(options_.max_reconnect_backoff));
-  channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(
+      options_.address,
+      options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials(), args);
   stub_ = weft::v1::AgentService::NewStub(channel_);
 }
 
@@ -107,6 +109,14 @@ absl::StatusOr<weft::v1::RegisterResponse> GrpcControllerClient::Register(
   weft::v1::RegisterResponse response;
   const grpc::Status status = stub_->Register(&context, request, &response);
   Untrack(&context);
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && options_.credentials != nullptr) {
+    // A controller that refuses this node's certificate (expired, or from another CA)
+    // closes the TLS connection, which gRPC reports only as UNAVAILABLE.
+    return absl::UnavailableError(absl::StrCat(
+        status.error_message(),
+        " (with TLS this is also how a refused certificate shows: check that this node's "
+        "certificate is signed by the controller's CA and still valid)"));
+  }
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }

@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
 #include "proto/weft/v1/agent.pb.h"
 
@@ -71,6 +72,8 @@ class ControllerClient {
 
 struct GrpcControllerClientOptions {
   std::string address;  // host:port of the controller
+  // TLS (security/credentials.h); nullptr means plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
   absl::Duration register_timeout = absl::Seconds(5);
   // gRPC's own channel reconnect backoff, kept in step with the agent's so a restarted
   // controller is found again as soon as the agent retries (gRPC's default grows to

@@ -31,6 +31,7 @@
 #include "common/sd_notify.h"
 #include "common/text_output.h"
 #include "prometheus/registry.h"
+#include "security/credentials.h"
 
 ABSL_FLAG(std::string, config, "", "YAML agent config (AgentConfig); defaults when empty");
 ABSL_FLAG(std::optional<std::string>, node, std::nullopt, "node name");
@@ -61,6 +62,13 @@ ABSL_FLAG(std::optional<std::string>, lldp, std::nullopt,
           "LLDP neighbors from lldpd: auto, off, or lldpd's control socket path");
 ABSL_FLAG(std::optional<std::string>, job_socket, std::nullopt,
           "Unix socket serving local jobs (JobService), or off (overrides job_socket)");
+ABSL_FLAG(bool, insecure, false, "plaintext to any controller address (overrides insecure)");
+ABSL_FLAG(std::optional<std::string>, tls_cert, std::nullopt,
+          "node certificate PEM, CN = node name (overrides tls.cert_file)");
+ABSL_FLAG(std::optional<std::string>, tls_key, std::nullopt,
+          "node private key PEM (overrides tls.key_file)");
+ABSL_FLAG(std::optional<std::string>, tls_ca, std::nullopt,
+          "CA of the controller's certificate, PEM (overrides tls.ca_file)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::agent {
@@ -97,6 +105,10 @@ absl::StatusOr<weft::v1::AgentConfig> ConfigFromFlags() {
   flags.lldp = absl::GetFlag(FLAGS_lldp);
   if (absl::GetFlag(FLAGS_dry_run)) flags.tunables_dry_run = true;
   if (absl::Status s = ApplyAgentFlags(flags, &*config); !s.ok()) return s;
+  if (absl::GetFlag(FLAGS_insecure)) config->set_insecure(true);
+  if (auto v = absl::GetFlag(FLAGS_tls_cert)) config->mutable_tls()->set_cert_file(*v);
+  if (auto v = absl::GetFlag(FLAGS_tls_key)) config->mutable_tls()->set_key_file(*v);
+  if (auto v = absl::GetFlag(FLAGS_tls_ca)) config->mutable_tls()->set_ca_file(*v);
   if (auto v = absl::GetFlag(FLAGS_job_socket)) config->set_job_socket(*v);
   if (absl::Status s = ValidateAgentConfig(*config); !s.ok()) return s;
   return config;
@@ -155,6 +167,7 @@ int Main(int argc, char** argv) {
 
   absl::SetProgramUsageMessage(
       "weft-agent --config FILE | --node NAME [flags]\n"
+      "       [--tls_cert F --tls_key F --tls_ca F | --insecure]\n"
       "       weft-agent inspect [--root DIR] [--backend linux|simulated] [--output table|json]");
   std::vector<std::string> args =
       MergeRepeatedFlag(std::vector<std::string>(argv, argv + argc), "fault");
@@ -215,6 +228,18 @@ int Main(int argc, char** argv) {
 
   GrpcControllerClientOptions client_options;
   client_options.address = config->controller_address();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      security::MakeChannelCredentials(config->tls());
+  if (!credentials.ok()) {
+    std::cerr << "weft-agent: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  client_options.credentials = *std::move(credentials);
+  if (!security::TlsEnabled(config->tls())) {
+    WEFT_LOG(WARNING) << "connection to the controller " << config->controller_address()
+                      << " is PLAINTEXT: no TLS, the controller cannot verify this node "
+                         "(set tls in the config; see deploy/examples/agent.yaml)";
+  }
   client_options.min_reconnect_backoff =
       absl::Milliseconds(config->reconnect().initial_backoff_ms());
   client_options.max_reconnect_backoff = absl::Milliseconds(config->reconnect().max_backoff_ms());

@@ -1,6 +1,8 @@
 // weftctl: the operator's command line for a Weft controller.
 //
 //   weftctl [--controller HOST:PORT] [--output table|json] COMMAND ...
+//     (TLS, client certificates and tokens: --tls_ca, --tls_cert, --tls_key, --token,
+//      --token_file, --insecure; cli/transport.h)
 //     nodes [--rack R]              one row per node with its state and rates
 //     node NAME                     a node's NICs, GPUs and current rates
 //     drain NAME --reason "..."     take a node out of placement
@@ -55,6 +57,7 @@
 #include "cli/prometheus_command.h"
 #include "cli/topology_check.h"
 #include "cli/topology_export.h"
+#include "cli/transport.h"
 #include "common/text_output.h"
 #include "placement/topology.h"
 #include "grpcpp/grpcpp.h"
@@ -63,6 +66,12 @@
 
 ABSL_FLAG(std::string, controller, "127.0.0.1:7400", "controller gRPC address, HOST:PORT");
 ABSL_FLAG(std::string, output, "table", "output format: table or json");
+ABSL_FLAG(std::string, tls_ca, "", "TLS: CA that signed the controller's certificate (PEM)");
+ABSL_FLAG(std::string, tls_cert, "", "TLS: client certificate (PEM; its OU is the role)");
+ABSL_FLAG(std::string, tls_key, "", "TLS: client private key (PEM)");
+ABSL_FLAG(std::string, token, "", "bearer token (needs --tls_ca); see also --token_file");
+ABSL_FLAG(std::string, token_file, "", "file whose first line is the bearer token");
+ABSL_FLAG(bool, insecure, false, "plaintext to a non-loopback controller");
 ABSL_FLAG(std::string, rack, "", "nodes: only nodes of this rack");
 ABSL_FLAG(std::string, reason, "", "drain: why the node is drained (shown to operators)");
 ABSL_FLAG(std::string, node, "", "events: only this node's events");
@@ -114,6 +123,8 @@ namespace {
 
 constexpr char kUsage[] =
     "weftctl [--controller HOST:PORT] [--output table|json] COMMAND\n"
+    "        [--tls_ca CA.crt [--tls_cert C --tls_key K] [--token T | --token_file F]]\n"
+    "        [--insecure]   (TLS and roles: cli/transport.h)\n"
     "  nodes [--rack R]            list nodes with state and rates\n"
     "  node NAME                   show one node's NICs, GPUs and rates\n"
     "  drain NAME --reason \"...\"   drain a node\n"
@@ -518,8 +529,14 @@ int main(int argc, char** argv) {
   if (output != "table" && output != "json") {
     return weft::Usage(absl::StrCat("--output '", output, "' is not one of: table, json"));
   }
-  auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_controller),
-                                     grpc::InsecureChannelCredentials());
+  weft::TransportFlags transport{absl::GetFlag(FLAGS_controller), absl::GetFlag(FLAGS_tls_ca),
+                                 absl::GetFlag(FLAGS_tls_cert),   absl::GetFlag(FLAGS_tls_key),
+                                 absl::GetFlag(FLAGS_token),      absl::GetFlag(FLAGS_token_file),
+                                 absl::GetFlag(FLAGS_insecure)};
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      weft::WeftctlCredentials(transport);
+  if (!credentials.ok()) return weft::Usage(std::string(credentials.status().message()));
+  auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_controller), *credentials);
   if (args[0] == "policy" || args[0] == "rollout") {
     auto rollouts = weft::v1::RolloutService::NewStub(channel);
     const weft::RolloutCliOptions options{absl::GetFlag(FLAGS_controller), output == "json",

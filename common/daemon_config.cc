@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "common/yaml_proto.h"
 #include "google/protobuf/descriptor.h"
@@ -48,7 +49,43 @@ bool Disabled(absl::string_view address) { return address.empty() || address == 
 // "host:0" asks the kernel for a free port, so two such addresses never collide.
 bool PicksFreePort(absl::string_view address) { return absl::EndsWith(address, ":0"); }
 
+// TLS needs all three files or none. Without TLS, plaintext is accepted on a loopback
+// address (the embedded defaults, the local demo) or when `insecure` says so.
+absl::Status ValidateTransport(absl::string_view context, const weft::v1::TlsConfig& tls,
+                               bool insecure, absl::string_view address_field,
+                               absl::string_view address) {
+  const bool any = !tls.cert_file().empty() || !tls.key_file().empty() || !tls.ca_file().empty();
+  const bool all = !tls.cert_file().empty() && !tls.key_file().empty() && !tls.ca_file().empty();
+  if (any && !all) {
+    return Invalid(context, "tls",
+                   absl::StrCat("cert_file '", tls.cert_file(), "', key_file '", tls.key_file(),
+                                "' and ca_file '", tls.ca_file(), "' are only partly set"),
+                   "all three PEM file paths, or none");
+  }
+  if (all && insecure) {
+    return Invalid(context, "insecure", "value 'true' contradicts the tls files that are set",
+                   "false when tls is set, or remove tls to run plaintext");
+  }
+  if (!all && !insecure && !IsLoopbackAddress(address)) {
+    return Invalid(context, "tls",
+                   absl::StrCat("not set, and ", address_field, " '", address,
+                                "' is not a loopback address, so gRPC would run in plaintext "
+                                "over the network"),
+                   "tls.cert_file, tls.key_file and tls.ca_file (deploy/pki/mint-dev-pki.sh "
+                   "mints a development set), or insecure: true (--insecure) to accept "
+                   "plaintext");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+bool IsLoopbackAddress(absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  absl::string_view host = colon == absl::string_view::npos ? address : address.substr(0, colon);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
 
 weft::v1::ControllerConfig DefaultControllerConfig() {
   weft::v1::ControllerConfig config;
@@ -59,6 +96,11 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   config.set_window_samples(60);
   config.set_event_log_capacity(10000);
   config.set_state_dir("/var/lib/weft/controller");
+  // No TLS files and not insecure: plaintext, accepted only because the default
+  // listen_address is loopback (ValidateTransport). deploy/examples turns TLS on.
+  config.mutable_tls()->Clear();
+  config.set_insecure(false);
+  config.set_tokens_file("");
   weft::v1::HealthConfig* health = config.mutable_health();
   // 2 samples in a row and 2 s from the first: a PFC storm at a 1 s interval turns
   // the node DEGRADED within 5 s (see HealthConfig in config.proto).
@@ -87,8 +129,11 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_health_address("127.0.0.1:7410");
   config.mutable_linux()->set_root("/");
   config.set_lldp("auto");
-  config.set_job_socket("/run/weft/agent.sock");
   config.set_tunables_dry_run(false);
+  config.set_job_socket("/run/weft/agent.sock");
+  // Plaintext to the loopback default controller_address; see ValidateTransport.
+  config.mutable_tls()->Clear();
+  config.set_insecure(false);
   config.set_interval_ms(1000);
   config.set_backend("simulated");
   weft::v1::SimulatedBackendConfig* simulated = config.mutable_simulated();
@@ -114,6 +159,8 @@ absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path) {
 
 absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) {
   RETURN_IF_ERROR(ValidateRules(config, kControllerContext));
+  RETURN_IF_ERROR(ValidateTransport(kControllerContext, config.tls(), config.insecure(),
+                                    "listen_address", config.listen_address()));
   if (config.metrics_address() == config.listen_address() &&
       !PicksFreePort(config.listen_address())) {
     return Invalid(
@@ -134,6 +181,8 @@ absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) 
 
 absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
   RETURN_IF_ERROR(ValidateRules(config, kAgentContext));
+  RETURN_IF_ERROR(ValidateTransport(kAgentContext, config.tls(), config.insecure(),
+                                    "controller_address", config.controller_address()));
   if (config.backend() != "simulated" && config.backend() != "linux") {
     return Invalid(kAgentContext, "backend",
                    absl::StrCat("value '", config.backend(), "' is not a known backend"),

@@ -22,12 +22,14 @@ namespace weft {
 // pause 50% of the time, ECN marks 10% of received packets (from 1000 packets/s),
 // rp_cnp_ignored above 0/s, packet_seq_err 10/s, local_ack_timeout_err 1/s,
 // out_of_sequence 10/s, any link flap in the window; auto drain off (60 s sick to
-// drain, 300 s clean to undrain).
+// drain, 300 s clean to undrain). No TLS: plaintext, which validation accepts only on
+// a loopback listen_address (or with insecure: true).
 weft::v1::ControllerConfig DefaultControllerConfig();
 
 // controller 127.0.0.1:7400, metrics 127.0.0.1:7411, health 127.0.0.1:7410, 1000 ms,
 // backend "simulated" with 8 NICs at 400 Gb/s, 8 GPUs, traffic 0.6, backoff 200 ms..10 s,
-// lldp "auto".
+// lldp "auto"; no TLS (plaintext, accepted only to a loopback controller_address or
+// with insecure: true).
 // node_name has no default (required).
 weft::v1::AgentConfig DefaultAgentConfig();
 
@@ -40,10 +42,15 @@ absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path);
 
 // Every (weft.v1.rule) of the schema, plus cross-field checks (e.g. agent
 // max_backoff_ms >= initial_backoff_ms, controller health.consecutive_samples <=
-// window_samples). INVALID_ARGUMENT names the field, the value
+// window_samples; tls files all or none; plaintext only to/on a loopback address
+// unless insecure). INVALID_ARGUMENT names the field, the value
 // and what is accepted.
 absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config);
 absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config);
+
+// Whether a "host:port" is reachable from this host only: 127.0.0.0/8, [::1],
+// localhost. Plaintext gRPC is accepted without `insecure` only on such addresses.
+bool IsLoopbackAddress(absl::string_view address);
 
 }  // namespace weft
 

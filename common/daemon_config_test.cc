@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/descriptor.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/weft/v1/config.pb.h"
 #include "yaml-cpp/yaml.h"
@@ -260,11 +261,19 @@ TEST(DaemonConfigTest, AgentEndpointsMustDifferUnlessDisabled) {
 // ---------------------------------------------------------------------------
 // deploy/examples/: documented, complete, and exactly the defaults.
 
-TEST(ExampleConfigTest, ControllerExampleIsTheDefaults) {
+// The examples turn mTLS on (deploy/ never runs plaintext); everything else is the
+// defaults.
+TEST(ExampleConfigTest, ControllerExampleIsTheDefaultsPlusTls) {
   absl::StatusOr<ControllerConfig> config = LoadControllerConfig(kControllerExample);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(ValidateControllerConfig(*config).ok());
-  EXPECT_EQ(config->DebugString(), DefaultControllerConfig().DebugString());
+  EXPECT_EQ(config->tls().cert_file(), "/etc/weft/pki/controller.crt");
+  EXPECT_EQ(config->tls().ca_file(), "/etc/weft/pki/ca.crt");
+  EXPECT_FALSE(config->insecure());
+  ControllerConfig without_tls = *config;
+  without_tls.mutable_tls()->Clear();
+  without_tls.clear_tokens_file();
+  EXPECT_EQ(without_tls.DebugString(), DefaultControllerConfig().DebugString());
 }
 
 TEST(ExampleConfigTest, AgentExampleIsTheDefaultsPlusIdentity) {
@@ -274,10 +283,13 @@ TEST(ExampleConfigTest, AgentExampleIsTheDefaultsPlusIdentity) {
   EXPECT_EQ(config->node_name(), "gpu-node-01");
   EXPECT_EQ(config->rack(), "rack-a");
   EXPECT_EQ(config->pod(), "pod-1");
+  EXPECT_EQ(config->tls().cert_file(), "/etc/weft/pki/gpu-node-01.crt");
+  EXPECT_FALSE(config->insecure());
   AgentConfig without_identity = *config;
   without_identity.clear_node_name();
   without_identity.clear_rack();
   without_identity.clear_pod();
+  without_identity.mutable_tls()->Clear();
   EXPECT_EQ(without_identity.DebugString(), DefaultAgentConfig().DebugString());
 }
 
@@ -319,6 +331,43 @@ TEST(DaemonConfigPortZeroTest, TwoFreePortAddressesDoNotCollide) {
   controller.set_listen_address("127.0.0.1:7000");
   controller.set_metrics_address("127.0.0.1:7000");
   EXPECT_FALSE(ValidateControllerConfig(controller).ok());
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(DaemonConfigTransportTest, PlaintextOnlyOnLoopbackUnlessInsecure) {
+  weft::v1::ControllerConfig controller = DefaultControllerConfig();
+  EXPECT_TRUE(ValidateControllerConfig(controller).ok());
+  controller.set_listen_address("[::1]:7400");
+  EXPECT_TRUE(ValidateControllerConfig(controller).ok());
+  controller.set_listen_address("0.0.0.0:7400");
+  absl::Status refused = ValidateControllerConfig(controller);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              testing::HasSubstr("listen_address '0.0.0.0:7400' is not a loopback address"));
+  controller.set_insecure(true);
+  EXPECT_TRUE(ValidateControllerConfig(controller).ok());
+
+  weft::v1::AgentConfig agent = DefaultAgentConfig();
+  agent.set_node_name("n1");
+  agent.set_controller_address("10.0.0.1:7400");
+  EXPECT_THAT(std::string(ValidateAgentConfig(agent).message()),
+              testing::HasSubstr("controller_address '10.0.0.1:7400' is not a loopback"));
+  agent.mutable_tls()->set_cert_file("/pki/n1.crt");
+  agent.mutable_tls()->set_key_file("/pki/n1.key");
+  agent.mutable_tls()->set_ca_file("/pki/ca.crt");
+  EXPECT_TRUE(ValidateAgentConfig(agent).ok());
+  agent.set_insecure(true);
+  EXPECT_THAT(std::string(ValidateAgentConfig(agent).message()),
+              testing::HasSubstr("field 'insecure': value 'true' contradicts the tls files"));
+  agent.set_insecure(false);
+  agent.mutable_tls()->clear_key_file();
+  EXPECT_THAT(std::string(ValidateAgentConfig(agent).message()),
+              testing::HasSubstr("are only partly set"));
 }
 
 }  // namespace

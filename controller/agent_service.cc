@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "google/protobuf/arena.h"
 #include "controller/grpc_status.h"
+#include "security/identity.h"
 
 namespace weft::controller {
 
@@ -64,6 +65,10 @@ class AgentServiceImpl::AgentStream final
   }
 
   const std::string& peer() const { return peer_; }
+
+  // The hello must then name this node (the CN of the agent's certificate). Called
+  // by Connect before Start.
+  void RequireNode(std::string certified_node) { certified_node_ = std::move(certified_node); }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
@@ -148,6 +153,16 @@ class AgentServiceImpl::AgentStream final
                               absl::StrCat("a second StreamHello on the stream of node ",
                                            node_, "; send exactly one, first"));
         }
+        if (certified_node_.has_value()) {
+          absl::Status identity =
+              security::CheckClaimedNode(*certified_node_, message.hello().node_name());
+          if (!identity.ok()) {
+            service_->metrics_->StreamRejected("identity");
+            WEFT_LOG(WARNING) << "stream refused peer=" << peer_ << " reason=\""
+                              << identity.message() << "\"";
+            return ToGrpcStatus(identity);
+          }
+        }
         node_ = message.hello().node_name();
         epoch_ = message.hello().session_epoch();
         absl::Status attached = service_->AttachStream(this, message.hello());
@@ -215,6 +230,7 @@ class AgentServiceImpl::AgentStream final
   std::string node_;
   uint64_t epoch_ = 0;
   bool hello_seen_ = false;
+  std::optional<std::string> certified_node_;  // set before Start, then read-only
 
   mutable absl::Mutex mu_;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
@@ -234,6 +250,17 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(
     grpc::CallbackServerContext* context, const weft::v1::RegisterRequest* request,
     weft::v1::RegisterResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (options_.verify_node_identity) {
+    absl::Status identity = security::CheckClaimedNode(
+        security::PeerCommonName(*context->auth_context()), request->node().name());
+    if (!identity.ok()) {
+      WEFT_LOG(WARNING) << "register refused node=" << request->node().name()
+                        << " peer=" << context->peer() << " reason=\"" << identity.message()
+                        << "\"";
+      reactor->Finish(ToGrpcStatus(identity));
+      return reactor;
+    }
+  }
   absl::StatusOr<Registration> registration;
   {
     absl::MutexLock lock(&mu_);
@@ -271,6 +298,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(
 grpc::ServerBidiReactor<AgentMessage, ControllerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* context) {
   auto* stream = new AgentStream(this, context->peer());
+  if (options_.verify_node_identity) {
+    stream->RequireNode(security::PeerCommonName(*context->auth_context()));
+  }
   bool shutting_down;
   {
     absl::MutexLock lock(&mu_);

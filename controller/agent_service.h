@@ -20,6 +20,10 @@
 //                        a newer Register arrives)
 //   ALREADY_EXISTS       the session already has an open stream
 //   UNAVAILABLE          the controller is shutting down (FinishAllStreams)
+//   UNAUTHENTICATED, PERMISSION_DENIED
+//                        with verify_node_identity: no node certificate, or the hello
+//                        (or the RegisterRequest) names another node than the
+//                        certificate's CN (security/identity.h)
 //
 // Thread-safety: all public methods may be called from any thread. Lock order:
 // AgentServiceImpl::mu_, then a stream's own mutex, then the Inventory's.
@@ -48,6 +52,9 @@ struct AgentServiceOptions {
   // Told to agents in RegisterResponse; the interval liveness is judged against.
   uint32_t telemetry_interval_ms = 1000;
   std::string controller_version;
+  // mTLS: an agent may register and stream only as the node its certificate's CN
+  // names. Off on a plaintext listener, where there is no certificate.
+  bool verify_node_identity = false;
 };
 
 class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {

@@ -7,6 +7,8 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "security/credentials.h"
+#include "security/tokens.h"
 
 namespace weft::controller {
 namespace {
@@ -31,8 +33,8 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       metrics_(*registry_),
       inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_, store),
       agent_service_(&inventory_, &metrics_,
-                     AgentServiceOptions{config_.telemetry_interval_ms(),
-                                         kControllerVersion}),
+                     AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
+                                         security::TlsEnabled(config_.tls())}),
       admin_service_(&inventory_),
       placement_metrics_(*registry_),
       placement_(&inventory_, clock_,
@@ -78,6 +80,23 @@ absl::Status ControllerServer::Start() {
   RETURN_IF_ERROR(inventory_.Restore());
   RETURN_IF_ERROR(placement_.Restore());
 
+  // Credentials first: a bad TLS or tokens file fails Start before anything runs.
+  std::shared_ptr<const security::TokenTable> tokens;
+  if (!config_.tokens_file().empty()) {
+    ASSIGN_OR_RETURN(security::TokenTable table,
+                     security::TokenTable::LoadFile(config_.tokens_file()));
+    tokens = std::make_shared<const security::TokenTable>(std::move(table));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   security::MakeServerCredentials(
+                       config_.tls(), std::make_shared<security::AuthProcessor>(
+                                          tokens, clock_, &audit_sink_)));
+  if (!security::TlsEnabled(config_.tls())) {
+    WEFT_LOG(WARNING) << "gRPC is PLAINTEXT on " << config_.listen_address()
+                      << ": no TLS, no authentication, no roles (set tls in the config for "
+                         "mTLS; see deploy/examples/controller.yaml)";
+  }
+
   ASSIGN_OR_RETURN(metrics_server_,
                    MetricsServer::Start(config_.metrics_address(), registry_));
 
@@ -91,8 +110,12 @@ absl::Status ControllerServer::Start() {
   // control windows for bulk transfers; agent messages are a few KiB a second, far
   // inside the default 64 KiB window.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(),
-                           &grpc_port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(
+      std::make_unique<security::AuditInterceptorFactory>(tokens, clock_, &audit_sink_));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.AddListeningPort(config_.listen_address(), credentials, &grpc_port_);
   builder.RegisterService(&agent_service_);
   builder.RegisterService(&admin_service_);
   builder.RegisterService(&placement_service_);
@@ -119,6 +142,17 @@ absl::Status ControllerServer::Start() {
   ticker_ = std::thread([this] { RunTicker(); });
   started_ = true;
   return absl::OkStatus();
+}
+
+absl::Status ControllerServer::AuditLogSink::Record(const security::AuditRecord& record) {
+  AuditEntry entry;
+  entry.at = record.at;
+  entry.who = record.who.name;
+  entry.role = std::string(security::RoleName(record.who.role));
+  entry.method = record.method;
+  entry.target = record.target;
+  entry.result = AuditResult(record.result);
+  return log_->Record(entry);
 }
 
 void ControllerServer::RunTicker() {

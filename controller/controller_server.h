@@ -11,6 +11,12 @@
 // the agent streams) and the RolloutManager behind RolloutService, whose records live
 // under state_dir/rollouts; the ticker steps the active rollout.
 //
+// Security (security/): with config.tls set, the server speaks mTLS and every call
+// passes the AuthProcessor (caller from certificate or bearer token, role checked
+// against security/policy.cc); without it, plaintext (validated to be loopback-only
+// unless insecure) with a warning. Either way every mutating call is written to the
+// AuditLog.
+//
 // Example (what controller/main.cc does):
 //   ControllerServer server(config, &clock, std::make_shared<prometheus::Registry>());
 //   RETURN_IF_ERROR(server.Start());
@@ -33,6 +39,7 @@
 #include "common/metrics_server.h"
 #include "controller/admin_service.h"
 #include "controller/agent_service.h"
+#include "controller/audit_log.h"
 #include "controller/controller_metrics.h"
 #include "controller/inventory.h"
 #include "controller/placement_manager.h"
@@ -47,6 +54,7 @@
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "proto/weft/v1/config.pb.h"
+#include "security/server_auth.h"
 
 namespace weft::controller {
 
@@ -71,9 +79,11 @@ class ControllerServer {
   // Binds listen_address (gRPC) and metrics_address (/metrics) — port 0 picks a free
   // port — and starts serving and the liveness ticker. UNAVAILABLE when an address
   // cannot be bound; INVALID_ARGUMENT when the config's interval, threshold or window
-  // is zero; FAILED_PRECONDITION when called twice. With a store, first restores the
-  // inventory's nodes and drains, the event log and the live reservations (the
-  // store's error when they cannot be read). On failure nothing keeps running.
+  // is zero, or a TLS or tokens file is not PEM / not well formed; NOT_FOUND when a
+  // TLS or tokens file cannot be read; FAILED_PRECONDITION when called twice. With a
+  // store, first restores the inventory's nodes and drains, the event log and the
+  // live reservations (the store's error when they cannot be read). On failure
+  // nothing keeps running.
   absl::Status Start();
 
   // Marks the health service NOT_SERVING, ends agent streams with UNAVAILABLE, shuts
@@ -89,9 +99,20 @@ class ControllerServer {
   Inventory& inventory() { return inventory_; }
   AgentServiceImpl& agent_service() { return agent_service_; }
   PlacementManager& placement() { return placement_; }
+  AuditLog& audit_log() { return audit_log_; }
   DesiredStateManager& desired_state() { return desired_state_; }
 
  private:
+  // security::AuditSink over audit_log_.
+  class AuditLogSink final : public security::AuditSink {
+   public:
+    explicit AuditLogSink(AuditLog* log) : log_(log) {}
+    absl::Status Record(const security::AuditRecord& record) override;
+
+   private:
+    AuditLog* const log_;
+  };
+
   void RunTicker();
 
   const weft::v1::ControllerConfig config_;
@@ -105,6 +126,8 @@ class ControllerServer {
   PlacementManager placement_;
   PlacementServiceImpl placement_service_;
   store::ControllerStore* const store_;
+  AuditLog audit_log_{store_};
+  AuditLogSink audit_sink_{&audit_log_};
   // QoS/DCQCN desired state per node and policy rollouts; the store (under
   // state_dir/rollouts), the manager and its service are made by Start.
   RolloutMetrics rollout_metrics_{*registry_};

@@ -34,6 +34,16 @@ ABSL_FLAG(std::optional<uint32_t>, down_after, std::nullopt,
           "missed intervals before a node is DOWN (overrides down_after_intervals)");
 ABSL_FLAG(std::optional<std::string>, state_dir, std::nullopt,
           "directory of the controller's durable state (overrides state_dir)");
+ABSL_FLAG(bool, insecure, false,
+          "plaintext gRPC on any address, no authentication (overrides insecure)");
+ABSL_FLAG(std::optional<std::string>, tls_cert, std::nullopt,
+          "server certificate PEM (overrides tls.cert_file)");
+ABSL_FLAG(std::optional<std::string>, tls_key, std::nullopt,
+          "server private key PEM (overrides tls.key_file)");
+ABSL_FLAG(std::optional<std::string>, tls_ca, std::nullopt,
+          "CA of client certificates, PEM (overrides tls.ca_file)");
+ABSL_FLAG(std::optional<std::string>, tokens_file, std::nullopt,
+          "bearer tokens file (overrides tokens_file)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::controller {
@@ -59,6 +69,11 @@ absl::StatusOr<weft::v1::ControllerConfig> ConfigFromFlags() {
   }
   if (auto v = absl::GetFlag(FLAGS_down_after)) config->set_down_after_intervals(*v);
   if (auto v = absl::GetFlag(FLAGS_state_dir)) config->set_state_dir(*v);
+  if (absl::GetFlag(FLAGS_insecure)) config->set_insecure(true);
+  if (auto v = absl::GetFlag(FLAGS_tls_cert)) config->mutable_tls()->set_cert_file(*v);
+  if (auto v = absl::GetFlag(FLAGS_tls_key)) config->mutable_tls()->set_key_file(*v);
+  if (auto v = absl::GetFlag(FLAGS_tls_ca)) config->mutable_tls()->set_ca_file(*v);
+  if (auto v = absl::GetFlag(FLAGS_tokens_file)) config->set_tokens_file(*v);
   if (absl::Status valid = ValidateControllerConfig(*config); !valid.ok()) return valid;
   return config;
 }
@@ -113,7 +128,8 @@ int Run() {
                  << " degrade_after_ms=" << config->health().degrade_after_ms()
                  << " recover_after_ms=" << config->health().recover_after_ms()
                  << " auto_drain=" << (config->health().auto_drain().enabled() ? "on" : "off")
-                 << " state_dir=" << config->state_dir();
+                 << " state_dir=" << config->state_dir()
+                 << " tls=" << (config->tls().cert_file().empty() ? "off" : "mtls");
   notifier.Ready(absl::StrCat("serving grpc=", server.listen_address(),
                               " metrics=", server.metrics_address()));
 
@@ -131,7 +147,8 @@ int Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "weft-controller --config FILE [--listen HOST:PORT] [--metrics HOST:PORT] "
-      "[--telemetry_interval_ms N] [--down_after N] [--state_dir DIR] [--log_level LEVEL]");
+      "[--telemetry_interval_ms N] [--down_after N] [--state_dir DIR] [--log_level LEVEL] "
+      "[--tls_cert F --tls_key F --tls_ca F] [--tokens_file F] [--insecure]");
   absl::ParseCommandLine(argc, argv);
   return weft::controller::Run();
 }

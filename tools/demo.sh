@@ -43,7 +43,10 @@ for port in 7400 7401; do
   fi
 done
 
-"$bin/controller/weft-controller" >"$demo_dir/logs/controller.log" 2>&1 &
+# Plaintext gRPC, said out loud: the demo runs on loopback without certificates. Real
+# deployments use mTLS (deploy/examples/*.yaml, deploy/pki/mint-dev-pki.sh).
+echo "weft demo: gRPC is PLAINTEXT (--insecure), no TLS, no roles: for this loopback demo only"
+"$bin/controller/weft-controller" --insecure >"$demo_dir/logs/controller.log" 2>&1 &
 pids+=($!)
 
 i=0
@@ -52,7 +55,7 @@ for rack in "${racks[@]}"; do
   [[ "$rack" == c || "$rack" == d ]] && pod=pod-2
   for n in $(seq 1 $nodes_per_rack); do
     node=$(printf "gpu-%s%02d" "$rack" "$n")
-    args=(--node "$node" --rack "rack-$rack" --pod "$pod" --controller "$controller_addr"
+    args=(--insecure --node "$node" --rack "rack-$rack" --pod "$pod" --controller "$controller_addr"
           --metrics "127.0.0.1:$((7500 + i))" --health "127.0.0.1:$((7600 + i))")
     [ "$node" == "$faulty" ] && args+=(--fault pfc_storm)
     "$bin/agent/weft-agent" "${args[@]}" >"$demo_dir/logs/$node.log" 2>&1 &

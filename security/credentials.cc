@@ -1,0 +1,124 @@
+#include "security/credentials.h"
+
+#include <openssl/asn1.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace weft::security {
+namespace {
+
+// The PEM text of the file that `field` names.
+absl::StatusOr<std::string> ReadPem(absl::string_view field, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("tls.", field, ": cannot read '", path, "' (missing, or no permission)"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!absl::StrContains(text.str(), "-----BEGIN ")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tls.", field, ": '", path, "' is not a PEM file"));
+  }
+  return text.str();
+}
+
+// A certificate outside its validity period would only fail the handshake later with
+// an opaque "Socket closed"; refusing it here says which file and when.
+absl::Status CheckValidNow(absl::string_view field, const std::string& path,
+                           const std::string& pem) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tls.", field, ": '", path, "' holds no PEM certificate"));
+  }
+  auto when = [](const ASN1_TIME* time) {
+    std::unique_ptr<BIO, decltype(&BIO_free)> out(BIO_new(BIO_s_mem()), &BIO_free);
+    ASN1_TIME_print(out.get(), time);
+    char* data = nullptr;
+    const long length = BIO_get_mem_data(out.get(), &data);
+    return std::string(data, length);
+  };
+  if (X509_cmp_current_time(X509_get0_notAfter(cert.get())) < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tls.", field, ": the certificate in '", path, "' expired on ",
+        when(X509_get0_notAfter(cert.get())),
+        "; the controller would refuse the TLS handshake. Renew it (deploy/pki/mint-dev-pki.sh "
+        "for development)"));
+  }
+  if (X509_cmp_current_time(X509_get0_notBefore(cert.get())) > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tls.", field, ": the certificate in '", path, "' is not valid before ",
+                     when(X509_get0_notBefore(cert.get())), " (check this host's clock)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool TlsEnabled(const weft::v1::TlsConfig& tls) {
+  return !tls.cert_file().empty() || !tls.key_file().empty() || !tls.ca_file().empty();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const weft::v1::TlsConfig& tls, std::shared_ptr<grpc::AuthMetadataProcessor> processor) {
+  if (!TlsEnabled(tls)) return grpc::InsecureServerCredentials();
+  // Presented certificates are verified; absent ones are allowed so that token
+  // holders can connect, and the processor refuses what needs a certificate.
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  ASSIGN_OR_RETURN(options.pem_root_certs, ReadPem("ca_file", tls.ca_file()));
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.private_key, ReadPem("key_file", tls.key_file()));
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadPem("cert_file", tls.cert_file()));
+  RETURN_IF_ERROR(CheckValidNow("cert_file", tls.cert_file(), pair.cert_chain));
+  options.pem_key_cert_pairs.push_back(std::move(pair));
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::SslServerCredentials(options);
+  credentials->SetAuthMetadataProcessor(std::move(processor));
+  return credentials;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const weft::v1::TlsConfig& tls, absl::string_view bearer_token) {
+  if (!TlsEnabled(tls)) {
+    if (!bearer_token.empty()) {
+      return absl::InvalidArgumentError(
+          "a bearer token needs TLS (a CA file): it would otherwise travel in clear text");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (tls.ca_file().empty()) {
+    return absl::InvalidArgumentError(
+        "tls.ca_file is needed to verify the controller's certificate");
+  }
+  if (tls.cert_file().empty() != tls.key_file().empty()) {
+    return absl::InvalidArgumentError(
+        "tls.cert_file and tls.key_file go together: set both or neither");
+  }
+  grpc::SslCredentialsOptions options;
+  ASSIGN_OR_RETURN(options.pem_root_certs, ReadPem("ca_file", tls.ca_file()));
+  if (!tls.cert_file().empty()) {
+    ASSIGN_OR_RETURN(options.pem_cert_chain, ReadPem("cert_file", tls.cert_file()));
+    RETURN_IF_ERROR(CheckValidNow("cert_file", tls.cert_file(), options.pem_cert_chain));
+    ASSIGN_OR_RETURN(options.pem_private_key, ReadPem("key_file", tls.key_file()));
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::SslCredentials(options);
+  if (bearer_token.empty()) return credentials;
+  return grpc::CompositeChannelCredentials(
+      credentials, grpc::AccessTokenCredentials(std::string(bearer_token)));
+}
+
+}  // namespace weft::security

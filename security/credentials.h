@@ -1,0 +1,47 @@
+// gRPC transport credentials from a TlsConfig (proto/weft/v1/config.proto): mTLS
+// with the PEM files it names, or plaintext when it names none.
+//
+// Server side: the controller presents its certificate and asks every client for
+// one; a certificate that is presented must chain to ca_file and be within its
+// validity period, or the handshake fails. Clients without a certificate still
+// connect (operators with a bearer token); the AuthProcessor (server_auth.h) then
+// decides per method. Client side: the controller's certificate must chain to ca_file
+// and cover the dialled host (SAN); the client's own certificate is optional for
+// weftctl (a token may stand in) and required for agents (config validation).
+//
+// Functions read files and are thread-safe.
+#ifndef WEFT_SECURITY_CREDENTIALS_H_
+#define WEFT_SECURITY_CREDENTIALS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/security/auth_metadata_processor.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "proto/weft/v1/config.pb.h"
+
+namespace weft::security {
+
+// Whether `tls` names any file (a config that turns TLS on).
+bool TlsEnabled(const weft::v1::TlsConfig& tls);
+
+// Server credentials: mTLS when `tls` is set (all three files, read now; NOT_FOUND
+// names the field and path of a file that cannot be read, INVALID_ARGUMENT one that is
+// not PEM, FAILED_PRECONDITION a certificate that has expired or is not yet valid), with `processor` authenticating and authorizing every call; plaintext
+// when `tls` is empty (`processor` is then unused).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const weft::v1::TlsConfig& tls, std::shared_ptr<grpc::AuthMetadataProcessor> processor);
+
+// Channel credentials: TLS when `tls` is set (ca_file required; cert_file and key_file
+// together or not at all; the same errors as above), plus `bearer_token` on every call when it is not empty;
+// plaintext when `tls` is empty, in which case a token is refused (INVALID_ARGUMENT:
+// it would travel in clear text and the controller ignores it anyway).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const weft::v1::TlsConfig& tls, absl::string_view bearer_token = "");
+
+}  // namespace weft::security
+
+#endif  // WEFT_SECURITY_CREDENTIALS_H_

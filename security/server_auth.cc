@@ -1,0 +1,163 @@
+#include "security/server_auth.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/logging.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "security/identity.h"
+
+namespace weft::security {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+absl::string_view View(const grpc::string_ref& ref) {
+  return absl::string_view(ref.data(), ref.size());
+}
+
+template <typename Multimap>
+std::optional<absl::string_view> FindHeader(const Multimap& metadata, absl::string_view key) {
+  for (const auto& [name, value] : metadata) {
+    if (View(name) == key) return View(value);
+  }
+  return std::nullopt;
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+// The string (or integer) field `field` of `request`, for the audit's target.
+std::string TargetOf(const google::protobuf::Message& request, absl::string_view field) {
+  const google::protobuf::FieldDescriptor* descriptor =
+      request.GetDescriptor()->FindFieldByName(std::string(field));
+  if (descriptor == nullptr || descriptor->is_repeated()) return "";
+  const google::protobuf::Reflection* reflection = request.GetReflection();
+  switch (descriptor->cpp_type()) {
+    case google::protobuf::FieldDescriptor::CPPTYPE_STRING:
+      return reflection->GetString(request, descriptor);
+    case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(reflection->GetUInt64(request, descriptor));
+    default:
+      return "";
+  }
+}
+
+void LogAudit(const AuditRecord& record) {
+  WEFT_LOG(INFO) << "audit who=" << record.who.name << " role=" << RoleName(record.who.role)
+                 << " via=" << record.who.source << " method=" << record.method
+                 << " target=" << record.target << " result=\""
+                 << (record.result.ok() ? "OK" : record.result.ToString()) << "\"";
+}
+
+// One call's audit: the caller from its initial metadata, the target from its request,
+// the result from the status it sends.
+class AuditInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  AuditInterceptor(grpc::experimental::ServerRpcInfo* info, const MethodRule* rule,
+                   const TokenTable* tokens, const Clock* clock, AuditSink* audit)
+      : info_(info), rule_(rule), tokens_(tokens), clock_(clock), audit_(audit) {
+    record_.method = info->method();
+  }
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+      absl::StatusOr<Principal> caller =
+          Authenticate(*info_->server_context()->auth_context(),
+                       FindHeader(*methods->GetRecvInitialMetadata(), "authorization"),
+                       tokens_);
+      if (caller.ok()) record_.who = *std::move(caller);
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
+        methods->GetRecvMessage() != nullptr && !rule_->target_field.empty()) {
+      // gRPC hands the deserialized request as void*; every request of the services in
+      // the rule table is a generated protobuf message.
+      record_.target = TargetOf(
+          *static_cast<const google::protobuf::Message*>(methods->GetRecvMessage()),
+          rule_->target_field);
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      record_.at = clock_->Now();
+      record_.result = FromGrpc(methods->GetSendStatus());
+      LogAudit(record_);
+      if (absl::Status kept = audit_->Record(record_); !kept.ok()) {
+        WEFT_LOG(ERROR) << "audit record lost method=" << record_.method
+                        << " error=\"" << kept.message() << "\"";
+        methods->ModifySendStatus(grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            absl::StrCat("the call ran (", record_.result.ok() ? "OK" : record_.result.ToString(),
+                         ") but could not be written to the audit log: ", kept.message())));
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  grpc::experimental::ServerRpcInfo* const info_;
+  const MethodRule* const rule_;
+  const TokenTable* const tokens_;
+  const Clock* const clock_;
+  AuditSink* const audit_;
+  AuditRecord record_;
+};
+
+}  // namespace
+
+AuthProcessor::AuthProcessor(std::shared_ptr<const TokenTable> tokens, const Clock* clock,
+                             AuditSink* audit)
+    : tokens_(std::move(tokens)), clock_(clock), audit_(audit) {}
+
+grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata,
+                                    grpc::AuthContext* context,
+                                    OutputMetadata* /*consumed_auth_metadata*/,
+                                    OutputMetadata* /*response_metadata*/) {
+  std::optional<absl::string_view> path = FindHeader(auth_metadata, ":path");
+  if (!path.has_value()) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "the call has no :path; refusing it (cannot authorize)");
+  }
+  absl::StatusOr<Principal> caller =
+      Authenticate(*context, FindHeader(auth_metadata, "authorization"), tokens_.get());
+  absl::Status allowed =
+      caller.ok() ? Authorize(*path, *caller) : caller.status();
+  if (allowed.ok()) return grpc::Status::OK;
+
+  const Principal who = caller.ok() ? *caller : Principal();
+  WEFT_LOG(WARNING) << "call refused method=" << *path << " who=" << who.name
+                    << " role=" << RoleName(who.role) << " peer_cn=" << PeerCommonName(*context)
+                    << " reason=\"" << allowed.message() << "\"";
+  const MethodRule* rule = FindMethodRule(*path);
+  if (audit_ != nullptr && rule != nullptr && rule->mutating) {
+    AuditRecord record{clock_->Now(), who, std::string(*path), "", allowed};
+    LogAudit(record);
+    if (absl::Status kept = audit_->Record(record); !kept.ok()) {
+      WEFT_LOG(ERROR) << "audit record lost method=" << *path << " error=\"" << kept.message()
+                      << "\"";
+    }
+  }
+  return ToGrpc(allowed);
+}
+
+AuditInterceptorFactory::AuditInterceptorFactory(std::shared_ptr<const TokenTable> tokens,
+                                                 const Clock* clock, AuditSink* audit)
+    : tokens_(std::move(tokens)), clock_(clock), audit_(audit) {}
+
+grpc::experimental::Interceptor* AuditInterceptorFactory::CreateServerInterceptor(
+    grpc::experimental::ServerRpcInfo* info) {
+  const MethodRule* rule = FindMethodRule(info->method());
+  if (rule == nullptr || !rule->mutating) return nullptr;  // not audited
+  return new AuditInterceptor(info, rule, tokens_.get(), clock_, audit_);
+}
+
+}  // namespace weft::security

@@ -1,0 +1,284 @@
+// mTLS, roles and audit end to end: a real weft-controller serving TLS with
+// certificates that deploy/pki/mint-dev-pki.sh mints at test time, real weft-agent
+// and weftctl processes, and raw gRPC clients for what the binaries would never send
+// (another node's name, an expired certificate).
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/weft/v1/admin.grpc.pb.h"
+#include "proto/weft/v1/agent.grpc.pb.h"
+#include "tests/subprocess.h"
+
+namespace {
+
+using weft::testing::FreePort;
+using weft::testing::RunCommand;
+using weft::testing::Subprocess;
+using weft::testing::TempPath;
+
+constexpr char kController[] = "controller/weft-controller";
+constexpr char kAgent[] = "agent/weft-agent";
+constexpr char kWeftctl[] = "cli/weftctl";
+constexpr char kMintPki[] = "deploy/pki/mint-dev-pki.sh";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class SecurityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pki_ = new std::string(TempPath("pki"));
+    weft::testing::CommandResult minted =
+        RunCommand({kMintPki, *pki_, "--node", "gpu-a01", "--node", "gpu-a02"},
+                   absl::Seconds(60));
+    ASSERT_EQ(minted.exit_status, 0) << minted.out << minted.err;
+    // A second, unrelated CA with a certificate for the same node name.
+    minted = RunCommand({kMintPki, *pki_ + "/other", "--node", "gpu-a01"}, absl::Seconds(60));
+    ASSERT_EQ(minted.exit_status, 0) << minted.out << minted.err;
+  }
+
+  static std::string Pki(const std::string& file) { return *pki_ + "/" + file; }
+
+  void SetUp() override {
+    ASSERT_FALSE(pki_->empty());
+    port_ = FreePort();
+    address_ = absl::StrCat("127.0.0.1:", port_);
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    controller_log_ = TempPath(test + ".controller.log");
+    controller_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{kController, "--listen", address_, "--metrics",
+                                 absl::StrCat("127.0.0.1:", FreePort()),
+                                 "--telemetry_interval_ms=200", "--state_dir",
+                                 TempPath(test + ".state"), "--tls_cert", Pki("controller.crt"),
+                                 "--tls_key", Pki("controller.key"), "--tls_ca",
+                                 Pki("ca.crt"), "--tokens_file", Pki("tokens")},
+        controller_log_);
+    ASSERT_TRUE(weft::testing::WaitForPort(port_, absl::Seconds(10))) << controller_->Log();
+  }
+
+  // A channel to the controller presenting `cert` (a name in the PKI, "" for none).
+  std::shared_ptr<grpc::Channel> Channel(const std::string& cert) {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = ReadFile(Pki("ca.crt"));
+    if (!cert.empty()) {
+      options.pem_cert_chain = ReadFile(Pki(cert + ".crt"));
+      options.pem_private_key = ReadFile(Pki(cert + ".key"));
+    }
+    return grpc::CreateChannel(address_, grpc::SslCredentials(options));
+  }
+
+  grpc::Status Register(const std::shared_ptr<grpc::Channel>& channel, const std::string& node) {
+    auto stub = weft::v1::AgentService::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    weft::v1::RegisterRequest request;
+    request.mutable_node()->set_name(node);
+    weft::v1::RegisterResponse response;
+    return stub->Register(&context, request, &response);
+  }
+
+  // weftctl against the controller with `flags` (TLS, token) and `args` (the command).
+  weft::testing::CommandResult Weftctl(std::vector<std::string> flags,
+                                       const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {kWeftctl, "--controller", address_};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, absl::Seconds(15));
+  }
+
+  std::vector<std::string> WithToken(const std::string& role) {
+    return {"--tls_ca", Pki("ca.crt"), "--token_file", Pki("token-" + role)};
+  }
+  std::vector<std::string> WithCert(const std::string& role) {
+    return {"--tls_ca", Pki("ca.crt"), "--tls_cert", Pki(role + ".crt"), "--tls_key",
+            Pki(role + ".key")};
+  }
+
+  void StartAgent(const std::string& node, const std::string& cert) {
+    agent_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{kAgent, "--node", node, "--controller", address_,
+                                 "--metrics", "off", "--health", "off", "--interval_ms=200",
+                                 "--nics=2", "--tls_cert", Pki(cert + ".crt"), "--tls_key",
+                                 Pki(cert + ".key"), "--tls_ca", Pki("ca.crt")},
+        TempPath(absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                              ".", node, ".log")));
+  }
+
+  // Polls `weftctl nodes` as a viewer until `node` is listed.
+  bool WaitForNode(const std::string& node, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (absl::StrContains(Weftctl(WithCert("viewer"), {"nodes"}).out, node)) return true;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    return false;
+  }
+
+  static std::string* pki_;
+  int port_ = 0;
+  std::string address_;
+  std::string controller_log_;
+  std::unique_ptr<Subprocess> controller_;
+  std::unique_ptr<Subprocess> agent_;
+};
+
+std::string* SecurityTest::pki_ = nullptr;
+
+TEST_F(SecurityTest, AgentWithItsNodeCertificateRegistersAndReports) {
+  StartAgent("gpu-a01", "gpu-a01");
+  EXPECT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log() << controller_->Log();
+}
+
+TEST_F(SecurityTest, AgentWithoutCertificateIsRefused) {
+  grpc::Status status = Register(Channel(""), "gpu-a01");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "Register needs role agent"))
+      << status.error_message();
+  // Plaintext to a TLS listener never gets a session.
+  auto plaintext = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  EXPECT_EQ(Register(plaintext, "gpu-a01").error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(SecurityTest, CertificateForAnotherNodeIsPermissionDenied) {
+  grpc::Status status = Register(Channel("gpu-a02"), "gpu-a01");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "certificate is for node 'gpu-a02'"))
+      << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "act as node 'gpu-a01'"))
+      << status.error_message();
+
+  // The stream checks the same, before it looks at the session: a02's certificate
+  // cannot report for a01.
+  auto stub = weft::v1::AgentService::NewStub(Channel("gpu-a02"));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  auto stream = stub->Connect(&context);
+  weft::v1::AgentMessage hello;
+  hello.mutable_hello()->set_node_name("gpu-a01");
+  hello.mutable_hello()->set_session_epoch(1);
+  stream->Write(hello);
+  weft::v1::ControllerMessage reply;
+  while (stream->Read(&reply)) {
+  }
+  grpc::Status finished = stream->Finish();
+  EXPECT_EQ(finished.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << finished.error_message();
+  EXPECT_TRUE(absl::StrContains(finished.error_message(), "node 'gpu-a02'"))
+      << finished.error_message();
+
+  // And the real agent, started as a01 with a02's certificate, never shows up.
+  StartAgent("gpu-a01", "gpu-a02");
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_TRUE(absl::StrContains(agent_->Log(), "PERMISSION_DENIED") ||
+              absl::StrContains(agent_->Log(), "certificate is for node 'gpu-a02'"))
+      << agent_->Log();
+}
+
+TEST_F(SecurityTest, ExpiredCertificateIsRefused) {
+  // The controller fails the handshake: the call never reaches it.
+  grpc::Status status = Register(Channel("expired"), "gpu-a01");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+
+  // Weft's own clients check the certificate before dialling and say why.
+  StartAgent("gpu-a01", "expired");
+  ASSERT_EQ(agent_->Wait(absl::Seconds(10)), 2) << agent_->Log();
+  EXPECT_TRUE(absl::StrContains(agent_->Log(), "tls.cert_file: the certificate in '" +
+                                                   Pki("expired.crt") + "' expired on"))
+      << agent_->Log();
+  weft::testing::CommandResult weftctl = Weftctl(WithCert("expired"), {"nodes"});
+  EXPECT_EQ(weftctl.exit_status, 2);
+  EXPECT_TRUE(absl::StrContains(weftctl.err, "expired on")) << weftctl.err;
+}
+
+TEST_F(SecurityTest, CertificateFromAnotherCaIsRefused) {
+  grpc::Status status = Register(Channel("other/gpu-a01"), "gpu-a01");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  // The agent says what a closed TLS connection may mean.
+  StartAgent("gpu-a01", "other/gpu-a01");
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!absl::StrContains(agent_->Log(), "a refused certificate") && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(absl::StrContains(agent_->Log(), "check that this node's certificate is signed "
+                                               "by the controller's CA"))
+      << agent_->Log();
+  EXPECT_FALSE(absl::StrContains(Weftctl(WithCert("viewer"), {"nodes"}).out, "gpu-a01"));
+}
+
+TEST_F(SecurityTest, ViewerTokenCannotDrain) {
+  StartAgent("gpu-a01", "gpu-a01");
+  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log();
+  weft::testing::CommandResult drained =
+      Weftctl(WithToken("viewer"), {"drain", "gpu-a01", "--reason", "test"});
+  EXPECT_EQ(drained.exit_status, 1) << drained.out << drained.err;
+  EXPECT_TRUE(absl::StrContains(drained.err,
+                                "token 'dev-viewer' has role viewer; DrainNode needs role "
+                                "operator"))
+      << drained.err;
+  // A viewer may read.
+  EXPECT_EQ(Weftctl(WithToken("viewer"), {"nodes"}).exit_status, 0);
+  // The refusal is audited.
+  EXPECT_TRUE(absl::StrContains(controller_->Log(),
+                                "audit who=dev-viewer role=viewer via=token "
+                                "method=/weft.v1.AdminService/DrainNode"))
+      << controller_->Log();
+}
+
+TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
+  StartAgent("gpu-a01", "gpu-a01");
+  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log();
+  weft::testing::CommandResult drained =
+      Weftctl(WithToken("operator"), {"drain", "gpu-a01", "--reason", "maintenance"});
+  ASSERT_EQ(drained.exit_status, 0) << drained.out << drained.err;
+  EXPECT_TRUE(absl::StrContains(Weftctl(WithCert("viewer"), {"node", "gpu-a01"}).out, "DRAINED"));
+  EXPECT_TRUE(absl::StrContains(controller_->Log(),
+                                "audit who=dev-operator role=operator via=token "
+                                "method=/weft.v1.AdminService/DrainNode target=gpu-a01 "
+                                "result=\"OK\""))
+      << controller_->Log();
+}
+
+TEST_F(SecurityTest, WeftctlWithClientCertificates) {
+  StartAgent("gpu-a01", "gpu-a01");
+  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log();
+  // The operator's certificate drains; the audit names its CN.
+  weft::testing::CommandResult drained =
+      Weftctl(WithCert("operator"), {"drain", "gpu-a01", "--reason", "cert"});
+  EXPECT_EQ(drained.exit_status, 0) << drained.err;
+  EXPECT_TRUE(absl::StrContains(controller_->Log(),
+                                "audit who=dev-operator role=operator via=certificate "
+                                "method=/weft.v1.AdminService/UndrainNode") ||
+              absl::StrContains(controller_->Log(),
+                                "audit who=dev-operator role=operator via=certificate "
+                                "method=/weft.v1.AdminService/DrainNode target=gpu-a01"))
+      << controller_->Log();
+  // A scheduler's certificate may not undrain.
+  weft::testing::CommandResult undrain = Weftctl(WithCert("scheduler"), {"undrain", "gpu-a01"});
+  EXPECT_EQ(undrain.exit_status, 1);
+  EXPECT_TRUE(absl::StrContains(undrain.err, "UndrainNode needs role operator")) << undrain.err;
+  // No credentials at all: UNAUTHENTICATED, and weftctl says how to authenticate.
+  weft::testing::CommandResult anonymous =
+      Weftctl({"--tls_ca", Pki("ca.crt")}, {"nodes"});
+  EXPECT_EQ(anonymous.exit_status, 1);
+  EXPECT_TRUE(absl::StrContains(anonymous.err, "ListNodes needs role viewer")) << anonymous.err;
+  // A node's certificate is no operator's.
+  weft::testing::CommandResult node_cert = Weftctl(WithCert("gpu-a01"), {"nodes"});
+  EXPECT_EQ(node_cert.exit_status, 1);
+  EXPECT_TRUE(absl::StrContains(node_cert.err, "has role agent")) << node_cert.err;
+}
+
+}  // namespace
