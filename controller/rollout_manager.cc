@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -341,9 +342,20 @@ void RolloutManager::ExecuteLocked(Rollout& rollout, const RolloutActions& actio
   push(actions.push_rollback, true);
   if (actions.finished) {
     if (rollout.phase() == weft::v1::ROLLOUT_PHASE_COMPLETED) {
+      absl::flat_hash_set<std::string> planned;
       for (const weft::v1::RolloutStep& step : rollout.steps()) {
-        for (const std::string& n : step.nodes()) desired_->MarkGood(n, rollout.version());
+        for (const std::string& n : step.nodes()) {
+          desired_->MarkGood(n, rollout.version());
+          planned.insert(n);
+        }
       }
+      // Nodes that registered while it ran were given the last good state; the new
+      // version is the last good one now.
+      std::vector<std::string> late;
+      for (const auto& [name, node_info] : info) {
+        if (!planned.contains(name)) late.push_back(name);
+      }
+      push(late, false);
     }
     metrics_->RolloutFinished(rollout.phase());
     WEFT_LOG(INFO) << "rollout finished id=" << rollout.id()

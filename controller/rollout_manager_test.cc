@@ -191,6 +191,29 @@ TEST_F(RolloutManagerTest, RolloutCompletesAndEveryNodeHasTheNewVersion) {
   EXPECT_EQ(controller_->manager->List().rollouts_size(), 2);
 }
 
+TEST_F(RolloutManagerTest, NodeRegisteringMidRolloutGetsTheNewVersionWhenItCompletes) {
+  StartController(StateDir("late"));
+  ASSERT_TRUE(controller_->manager->Start(Request(20)).ok());
+  ASSERT_TRUE(RunUntil(weft::v1::ROLLOUT_PHASE_BAKING));
+  weft::v1::NodeInfo info;
+  info.set_name("n99");
+  info.set_rack("rack-9");
+  weft::v1::Nic* nic = info.add_nics();
+  nic->set_device("mlx5_0");
+  nic->set_port(1);
+  ASSERT_TRUE(inventory_.Register(info, 0).ok());
+  Step();
+  // No policy was ever good: nothing to give it yet, and it is not in the plan.
+  EXPECT_FALSE(controller_->desired.Get("n99").has_value());
+  ASSERT_TRUE(RunUntil(weft::v1::ROLLOUT_PHASE_COMPLETED));
+  Step();
+  const std::optional<NodeSync> late = controller_->desired.Get("n99");
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->desired.version(), 1u);
+  EXPECT_EQ(late->applied_version, 1u);
+  EXPECT_EQ(late->desired.dcqcn().rp_ai_rate(), 20u);
+}
+
 TEST_F(RolloutManagerTest, OnlyOneActiveRolloutAndABadPolicyIsRefused) {
   StartController(StateDir("one"));
   weft::v1::PolicyRequest bad = Request(20);
