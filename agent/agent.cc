@@ -287,7 +287,13 @@ void Agent::ReadDownlink(ControllerStream* stream, absl::Status* final_status) {
 void Agent::HandleDesiredState(const weft::v1::DesiredState& state, ControllerStream* stream) {
   const bool dry_run = config_.tunables_dry_run();
   ApplyOutcome outcome;
-  {
+  if (!state.node_name().empty() && state.node_name() != config_.node_name()) {
+    // A state meant for another node (a controller bug) must not touch this one.
+    weft::v1::ParameterError* error = &outcome.errors.emplace_back();
+    error->set_parameter("node_name");
+    error->set_value(state.node_name());
+    error->set_reason(absl::StrCat("this agent is node '", config_.node_name(), "'"));
+  } else {
     absl::MutexLock lock(&backend_mu_);
     outcome = ApplyDesiredState(state, backend_->Tunables(), dry_run);
   }

@@ -474,6 +474,23 @@ TEST_F(AgentTest, NacksAnInvalidStateNamingParameterValueAndRange) {
   EXPECT_EQ(MetricValue(registry_, "weft_agent_desired_state_applies_total", {{"result", "nack"}}), 1);
 }
 
+TEST_F(AgentTest, StateForAnotherNodeIsRefusedUntouched) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ControllerMessage push = DesiredStatePush(12);
+  push.mutable_desired_state()->set_node_name("node-8");
+  controller_.Push(push);
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    ASSERT_EQ(controller_.acks_[0].errors_size(), 1);
+    EXPECT_EQ(controller_.acks_[0].errors(0).parameter(), "node_name");
+    EXPECT_EQ(controller_.acks_[0].errors(0).value(), "node-8");
+    EXPECT_THAT(controller_.acks_[0].errors(0).reason(), ::testing::HasSubstr("'node-7'"));
+  }
+  EXPECT_EQ(*backend_->Tunables()[0]->Read("rp_ai_rate"), "5");
+}
+
 TEST_F(AgentTest, RejectTunablesFaultNacksNamingNicAndParameter) {
   config_.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_REJECT_TUNABLES);
   StartAgent();
