@@ -230,24 +230,25 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
   WEFT_LOG(INFO) << "registered node=" << config_.node_name() << " epoch=" << epoch
                  << " controller_version=" << response->controller_version();
 
+  // Collection never waits on the stream: batches go through a bounded queue that a
+  // writer thread drains (a slow controller costs the oldest batches, never an ack).
+  OutboundQueue outbound(kTelemetryQueueCapacity);
   absl::Status final_status;
-  std::thread reader([this, &stream, &final_status] { ReadDownlink(stream.get(), &final_status); });
+  std::atomic<bool> write_failed{false};
+  std::thread reader([this, &stream, &outbound, &final_status] {
+    ReadDownlink(stream.get(), &outbound, &final_status);
+  });
+  std::thread writer(
+      [this, &stream, &outbound, &write_failed] { WriteUplink(stream.get(), &outbound, &write_failed); });
 
-  bool write_failed = false;
   absl::Time next = absl::Now();
   while (true) {
     if (!dead_) {
       weft::v1::AgentMessage message;
       *message.mutable_telemetry() = Collect();
-      if (stream->Write(message).ok()) {
-        metrics_.BatchSent();
-      } else {
-        // A write cut short by our own Stop() is not a send error.
-        if (!stop_requested()) metrics_.SendError();
-        write_failed = true;
-        break;
-      }
+      if (outbound.PushTelemetry(std::move(message))) metrics_.TelemetryDropped();
     }
+    if (write_failed) break;
     // Fixed rate; intervals missed (a slow write) are skipped, not bunched up.
     const absl::Time now = absl::Now();
     next += interval_;
@@ -257,13 +258,15 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
   }
 
   SetRegistered(false);
+  outbound.Close();
   if (write_failed) {
     // The call is over; give the reader a moment to collect the controller's status
     // (e.g. ABORTED) before cancelling would turn it into CANCELLED.
     WaitUntil(absl::Now() + absl::Milliseconds(500), /*session_end=*/true);
   }
-  stream->Cancel();
+  stream->Cancel();  // unblocks a Write() stuck on a controller that stopped reading
   reader.join();
+  writer.join();
   stream.reset();
 
   if (stop_requested()) return absl::OkStatus();
@@ -274,17 +277,32 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
   return Annotate(final_status, "stream");
 }
 
-void Agent::ReadDownlink(ControllerStream* stream, absl::Status* final_status) {
+void Agent::WriteUplink(ControllerStream* stream, OutboundQueue* outbound,
+                        std::atomic<bool>* failed) {
+  while (std::optional<weft::v1::AgentMessage> message = outbound->Pop()) {
+    const bool telemetry = message->has_telemetry();
+    if (!stream->Write(*message).ok()) {
+      // A write cut short by our own Stop() is not a send error.
+      if (!stop_requested()) metrics_.SendError();
+      *failed = true;
+      return;
+    }
+    if (telemetry) metrics_.BatchSent();
+  }
+}
+
+void Agent::ReadDownlink(ControllerStream* stream, OutboundQueue* outbound,
+                         absl::Status* final_status) {
   weft::v1::ControllerMessage message;
   while (stream->Read(&message)) {
-    if (message.has_desired_state()) HandleDesiredState(message.desired_state(), stream);
+    if (message.has_desired_state()) HandleDesiredState(message.desired_state(), outbound);
   }
   *final_status = stream->Finish();
   absl::MutexLock lock(&mu_);
   stream_ended_ = true;
 }
 
-void Agent::HandleDesiredState(const weft::v1::DesiredState& state, ControllerStream* stream) {
+void Agent::HandleDesiredState(const weft::v1::DesiredState& state, OutboundQueue* outbound) {
   const bool dry_run = config_.tunables_dry_run();
   ApplyOutcome outcome;
   if (!state.node_name().empty() && state.node_name() != config_.node_name()) {
@@ -325,8 +343,7 @@ void Agent::HandleDesiredState(const weft::v1::DesiredState& state, ControllerSt
   ack->set_accepted(outcome.accepted);
   for (weft::v1::ParameterValue& value : outcome.read_back) *ack->add_read_back() = std::move(value);
   for (weft::v1::ParameterError& error : outcome.errors) *ack->add_errors() = std::move(error);
-  // A refused write means the stream is ending; the loop notices through Read().
-  stream->Write(reply).IgnoreError();
+  outbound->PushAck(std::move(reply));
 }
 
 uint64_t Agent::applied_version() const {

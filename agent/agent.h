@@ -38,6 +38,7 @@
 #ifndef WEFT_AGENT_AGENT_H_
 #define WEFT_AGENT_AGENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -54,6 +55,7 @@
 #include "agent/controller_client.h"
 #include "agent/health_server.h"
 #include "agent/nic_backend.h"
+#include "agent/outbound_queue.h"
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "prometheus/registry.h"
@@ -63,6 +65,9 @@
 namespace weft::agent {
 
 inline constexpr char kAgentVersion[] = "0.1.0";
+// Telemetry batches held for a stream slower than collection (16 s at the default
+// interval) before the oldest are dropped.
+inline constexpr size_t kTelemetryQueueCapacity = 16;
 
 class Agent {
  public:
@@ -100,8 +105,10 @@ class Agent {
   // `rediscover` reads the inventory afresh first; `lived_an_interval` says whether
   // the stream stayed up for a full interval.
   absl::Status RunSession(bool rediscover, bool* lived_an_interval);
-  void ReadDownlink(ControllerStream* stream, absl::Status* final_status);
-  void HandleDesiredState(const weft::v1::DesiredState& state, ControllerStream* stream);
+  void ReadDownlink(ControllerStream* stream, OutboundQueue* outbound, absl::Status* final_status);
+  void HandleDesiredState(const weft::v1::DesiredState& state, OutboundQueue* outbound);
+  // Writes what `outbound` hands out until it is closed or a write fails.
+  void WriteUplink(ControllerStream* stream, OutboundQueue* outbound, std::atomic<bool>* failed);
   weft::v1::TelemetryBatch Collect();
   void NoteNicError(const std::string& device, const std::string& error);
   void SetRegistered(bool registered);

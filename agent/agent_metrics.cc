@@ -73,6 +73,11 @@ AgentMetrics::AgentMetrics(prometheus::Registry& registry, std::string node_name
       send_errors_(CounterFamily(registry, "weft_agent_telemetry_send_errors_total",
                                  "TelemetryBatch writes the controller stream refused.")
                        .Add({})),
+      telemetry_dropped_(CounterFamily(registry, "weft_agent_telemetry_dropped_total",
+                                       "TelemetryBatch messages dropped unsent, oldest "
+                                       "first, because the controller stream was slower "
+                                       "than collection (acks are never dropped).")
+                             .Add({})),
       reconnects_(CounterFamily(registry, "weft_agent_reconnects_total",
                                 "Attempts to re-establish the controller session after a "
                                 "failure.")

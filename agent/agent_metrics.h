@@ -55,6 +55,8 @@ class AgentMetrics {
 
   void BatchSent() { batches_sent_.Increment(); }
   void SendError() { send_errors_.Increment(); }
+  // A queued batch dropped because the stream was slower than collection.
+  void TelemetryDropped() { telemetry_dropped_.Increment(); }
   void Reconnect() { reconnects_.Increment(); }
   void SetRegistered(bool registered) { registered_.Set(registered ? 1 : 0); }
   // One desired state answered: ACK (and now applied at `version`) or NACK.
@@ -95,6 +97,7 @@ class AgentMetrics {
   const std::string node_name_;
   prometheus::Counter& batches_sent_;
   prometheus::Counter& send_errors_;
+  prometheus::Counter& telemetry_dropped_;
   prometheus::Counter& reconnects_;
   prometheus::Gauge& registered_;
   prometheus::Gauge& tunables_applied_version_;

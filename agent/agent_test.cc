@@ -72,15 +72,23 @@ class FakeController : public weft::v1::AgentService::Service {
     int batches_here = 0;
     while (true) {
       std::vector<ControllerMessage> to_send;
+      bool stalled = false;
       {
         absl::MutexLock lock(&mu_);
         if (fence_after_batches_ > 0 && batches_here >= fence_after_batches_) {
           if (!fence_every_session_) fence_after_batches_ = 0;
           return grpc::Status(grpc::StatusCode::ABORTED, "fenced by a newer session");
         }
+        // While reads stall (a controller too busy to read), pushes still go out.
+        auto writable = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return !stall_reads_ || !pending_.empty();
+        };
+        mu_.Await(absl::Condition(&writable));
         to_send.swap(pending_);
+        stalled = stall_reads_;
       }
       for (const ControllerMessage& m : to_send) stream->Write(m);
+      if (stalled) continue;
       if (!stream->Read(&message)) return grpc::Status::OK;
       absl::MutexLock lock(&mu_);
       if (message.has_telemetry()) {
@@ -111,6 +119,11 @@ class FakeController : public weft::v1::AgentService::Service {
     absl::MutexLock lock(&mu_);
     pending_.push_back(message);
   }
+  // Stops (true) or resumes reading the agents' streams; the agent's writes back up.
+  void StallReads(bool stall) {
+    absl::MutexLock lock(&mu_);
+    stall_reads_ = stall;
+  }
 
   // Read these under WaitFor's lock or after the agent stopped.
   std::vector<weft::v1::RegisterRequest> registers_;
@@ -126,6 +139,7 @@ class FakeController : public weft::v1::AgentService::Service {
   uint64_t next_epoch_ = 100;
   int fence_after_batches_ = 0;
   bool fence_every_session_ = false;
+  bool stall_reads_ = false;
   std::vector<ControllerMessage> pending_;
 };
 
@@ -157,6 +171,10 @@ class AgentTest : public ::testing::Test {
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(&controller_);
+    // A fixed 64 KiB stream window (no BDP growth), so a controller that stops reading
+    // pushes back on the agent after a few dozen batches, as a congested one would.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 65536);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     controller_address_ = absl::StrCat("127.0.0.1:", port);
@@ -534,6 +552,42 @@ TEST_F(AgentTest, HelloAfterReconnectCarriesTheAppliedVersion) {
   absl::MutexLock lock(&controller_.mu_);
   EXPECT_EQ(controller_.first_messages_[0].hello().applied_version(), 0u);
   EXPECT_EQ(controller_.first_messages_[1].hello().applied_version(), 11u);
+}
+
+// A controller that stops reading must not stall the node: collection keeps its
+// cadence, the oldest queued batches are dropped (counted), and an ack produced
+// meanwhile is never dropped: it arrives once the controller reads again.
+TEST_F(AgentTest, StalledControllerDropsOldestTelemetryNeverAcksAndNeverStallsCollection) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 2; }));
+  controller_.StallReads(true);
+  const double collections_before =
+      Metric("weft_agent_collection_duration_seconds_count").value_or(-1);
+  controller_.Push(DesiredStatePush(7));
+  // gRPC's flow-control window fills after a few dozen 4-NIC batches; then the queue.
+  const absl::Time deadline = absl::Now() + kWait;
+  while (Metric("weft_agent_telemetry_dropped_total").value_or(0) < 5 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_GE(Metric("weft_agent_telemetry_dropped_total").value_or(0), 5.0);
+  // Collection went on at its interval the whole time.
+  const double collections_during =
+      Metric("weft_agent_collection_duration_seconds_count").value_or(-1) - collections_before;
+  EXPECT_GE(collections_during, kTelemetryQueueCapacity + 5.0);
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_TRUE(controller_.acks_.empty());
+  }
+  controller_.StallReads(false);
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ(controller_.acks_[0].version(), 7u);
+    EXPECT_TRUE(controller_.acks_[0].accepted());
+  }
+  // The session survived the stall: no reconnect, no send error.
+  EXPECT_EQ(Metric("weft_agent_reconnects_total"), 0.0);
+  EXPECT_EQ(Metric("weft_agent_telemetry_send_errors_total"), 0.0);
 }
 
 TEST_F(AgentTest, DeadFaultRegistersButNeverSendsTelemetry) {
