@@ -69,6 +69,7 @@ absl::Status ControllerServer::Start() {
   rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,
                                                rollout_store_.get(), &rollout_metrics_, clock_);
   RETURN_IF_ERROR(rollouts_->Recover());
+  if (!config_.policy_file().empty()) rollouts_->WatchPolicyFile(config_.policy_file());
   rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get());
   desired_state_.SetSender([this](const std::string& node, weft::v1::ControllerMessage m) {
     return agent_service_.SendToNode(node, std::move(m));

@@ -1,5 +1,7 @@
 #include "controller/rollout_manager.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "common/status_macros.h"
 #include "controller/policy.h"
 #include "controller/policy_diff.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace weft::controller {
 namespace {
@@ -161,22 +164,24 @@ absl::StatusOr<Rollout> RolloutManager::Start(const weft::v1::PolicyRequest& req
   ASSIGN_OR_RETURN(weft::v1::Policy policy,
                    ParsePolicy(request.policy_yaml(), request.source_name()));
   absl::MutexLock lock(&mu_);
+  return StartLocked(policy, request.source_name(), clock_->Now());
+}
+
+absl::StatusOr<Rollout> RolloutManager::StartLocked(const weft::v1::Policy& policy,
+                                                    const std::string& source, absl::Time now) {
   if (const Rollout* active = ActiveLocked()) {
     return absl::FailedPreconditionError(
         absl::StrCat("rollout ", active->id(), " is ", RolloutPhaseName(active->phase()),
                      "; wait for it to finish or abort it (weftctl rollout abort)"));
   }
-  const absl::Time now = clock_->Now();
   const std::vector<weft::v1::NodeStatus> nodes = inventory_->ListNodes();
   const std::vector<FleetNode> fleet = FleetLocked(nodes);
   const Rollout* previous = NewestCompletedLocked();
   const uint64_t version = next_version_;
-  ASSIGN_OR_RETURN(
-      Rollout rollout,
-      PlanRollout(absl::StrCat("rollout-", version), policy, version,
-                  previous != nullptr ? &previous->policy() : nullptr,
-                  previous != nullptr ? previous->version() : 0, fleet, now,
-                  request.source_name()));
+  ASSIGN_OR_RETURN(Rollout rollout,
+                   PlanRollout(absl::StrCat("rollout-", version), policy, version,
+                               previous != nullptr ? &previous->policy() : nullptr,
+                               previous != nullptr ? previous->version() : 0, fleet, now, source));
   if (absl::Status saved = store_->Save(rollout); !saved.ok()) {
     return absl::InternalError(
         absl::StrCat("cannot record the rollout, so it was not started: ", saved.message()));
@@ -185,9 +190,44 @@ absl::StatusOr<Rollout> RolloutManager::Start(const weft::v1::PolicyRequest& req
   rollouts_.push_back(std::move(rollout));
   Rollout& started = rollouts_.back();
   WEFT_LOG(INFO) << "rollout started id=" << started.id() << " version=" << version
-                 << " source=" << request.source_name() << " steps=" << started.steps_size();
+                 << " source=" << source << " steps=" << started.steps_size();
   ExecuteLocked(started, AdvanceRollout(started, fleet, now), nodes);
   return started;
+}
+
+void RolloutManager::WatchPolicyFile(std::string path, absl::Duration grace) {
+  absl::MutexLock lock(&mu_);
+  policy_file_ = std::move(path);
+  policy_grace_ = grace;
+}
+
+void RolloutManager::CheckPolicyFileLocked(absl::Time now) {
+  if (policy_file_.empty() || now - first_tick_ < policy_grace_ || ActiveLocked() != nullptr) {
+    return;
+  }
+  struct stat st;
+  const int64_t mtime_ns =
+      stat(policy_file_.c_str(), &st) != 0
+          ? 0
+          : static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (mtime_ns == policy_mtime_ns_) return;
+  policy_mtime_ns_ = mtime_ns;
+  absl::StatusOr<weft::v1::Policy> policy = LoadPolicyFile(policy_file_);
+  if (!policy.ok()) {
+    WEFT_LOG(ERROR) << "policy_file not rolled out: " << policy.status().message();
+    return;
+  }
+  if (!rollouts_.empty() &&
+      google::protobuf::util::MessageDifferencer::Equals(*policy, rollouts_.back().policy())) {
+    return;  // what the newest rollout already did (or rolled back)
+  }
+  absl::StatusOr<Rollout> started =
+      StartLocked(*policy, absl::StrCat("policy_file ", policy_file_), now);
+  if (!started.ok()) {
+    WEFT_LOG(WARNING) << "policy_file rollout not started, will retry: "
+                      << started.status().message();
+    policy_mtime_ns_ = -1;
+  }
 }
 
 absl::StatusOr<Rollout> RolloutManager::Get(const std::string& id) const {
@@ -254,8 +294,10 @@ void RolloutManager::Tick(absl::Duration min_interval) {
   const absl::Time now = clock_->Now();
   if (now - last_tick_ < min_interval) return;
   last_tick_ = now;
+  if (first_tick_ == absl::InfinitePast()) first_tick_ = now;
   const std::vector<weft::v1::NodeStatus> nodes = inventory_->ListNodes();
   AdoptLocked(nodes);
+  CheckPolicyFileLocked(now);
   Rollout* active = ActiveLocked();
   if (active == nullptr) return;
   ExecuteLocked(*active, AdvanceRollout(*active, FleetLocked(nodes), now), nodes);

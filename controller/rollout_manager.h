@@ -79,6 +79,14 @@ class RolloutManager {
   // controller's ticker; does its work at most once per `min_interval`.
   void Tick(absl::Duration min_interval = absl::Seconds(1));
 
+  // Watches `path` (ControllerConfig.policy_file): Tick starts a rollout of it when the
+  // file's modification time changed, it holds a valid policy that differs from the
+  // newest rollout's, no rollout is active, and `grace` has passed since the first Tick
+  // (so agents re-register after a controller start before a canary is chosen). An
+  // invalid or unreadable file is logged once per change and left alone. Call before
+  // the first Tick.
+  void WatchPolicyFile(std::string path, absl::Duration grace = absl::Seconds(10));
+
  private:
   struct Expected {
     weft::v1::DesiredState state;  // content, node_name and version
@@ -86,6 +94,10 @@ class RolloutManager {
   };
 
   weft::v1::Rollout* ActiveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<weft::v1::Rollout> StartLocked(const weft::v1::Policy& policy,
+                                                const std::string& source, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckPolicyFileLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const weft::v1::Rollout* NewestCompletedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::vector<FleetNode> FleetLocked(const std::vector<weft::v1::NodeStatus>& nodes) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -115,6 +127,11 @@ class RolloutManager {
   // no record explains get their last good state under this version.
   uint64_t unexplained_version_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_tick_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time first_tick_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::string policy_file_ ABSL_GUARDED_BY(mu_);
+  absl::Duration policy_grace_ ABSL_GUARDED_BY(mu_);
+  // The file's modification time when it was last looked at (-1: never).
+  int64_t policy_mtime_ns_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace weft::controller

@@ -214,6 +214,37 @@ TEST_F(RolloutManagerTest, NodeRegisteringMidRolloutGetsTheNewVersionWhenItCompl
   EXPECT_EQ(late->desired.dcqcn().rp_ai_rate(), 20u);
 }
 
+TEST_F(RolloutManagerTest, EditingThePolicyFileStartsARollout) {
+  StartController(StateDir("watch"));
+  const std::string path = StateDir("watched-policy.yaml");
+  std::ofstream(path) << Request(20).policy_yaml();
+  controller_->manager->WatchPolicyFile(path, absl::Seconds(3));
+  Step();
+  Step();
+  EXPECT_FALSE(controller_->manager->Get("").ok()) << "started within the grace period";
+  Step();
+  Step();
+  absl::StatusOr<weft::v1::Rollout> first = controller_->manager->Get("");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->source(), "policy_file " + path);
+  ASSERT_TRUE(RunUntil(weft::v1::ROLLOUT_PHASE_COMPLETED));
+  // Touched but unchanged: nothing new.
+  std::ofstream(path) << Request(20).policy_yaml();
+  for (int i = 0; i < 3; ++i) Step();
+  EXPECT_EQ(controller_->manager->List().rollouts_size(), 1);
+  // An invalid edit is left alone; a valid one rolls out.
+  std::ofstream(path) << "qos: {trust: bogus}\n";
+  for (int i = 0; i < 3; ++i) Step();
+  EXPECT_EQ(controller_->manager->List().rollouts_size(), 1);
+  absl::SleepFor(absl::Milliseconds(20));  // a new modification time
+  std::ofstream(path) << Request(25).policy_yaml();
+  Step();
+  EXPECT_EQ(controller_->manager->List().rollouts_size(), 2);
+  ASSERT_TRUE(RunUntil(weft::v1::ROLLOUT_PHASE_COMPLETED));
+  EXPECT_EQ(controller_->desired.Get("n31")->applied_version, 3u);
+  EXPECT_EQ(controller_->desired.Get("n31")->desired.dcqcn().rp_ai_rate(), 25u);
+}
+
 TEST_F(RolloutManagerTest, OnlyOneActiveRolloutAndABadPolicyIsRefused) {
   StartController(StateDir("one"));
   weft::v1::PolicyRequest bad = Request(20);

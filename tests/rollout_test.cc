@@ -8,7 +8,9 @@
 //   - a canary node that starts a PFC storm during the bake (--fault pfc_storm with
 //     --fault_delay_ms): the KPI regresses and the rollout rolls back;
 //   - the controller is restarted (SIGTERM) while a rollout bakes: it resumes from
-//     state_dir and completes.
+//     state_dir and completes;
+//   - the controller watches policy_file: the file rolls out at start, and again when
+//     it is edited.
 #include <signal.h>
 
 #include <fstream>
@@ -113,13 +115,15 @@ class RolloutTest : public ::testing::Test {
     return ::testing::UnitTest::GetInstance()->current_test_info()->name();
   }
 
-  void StartController() {
+  // `config` (a YAML file) is passed with --config when not empty.
+  void StartController(const std::string& config = "") {
+    std::vector<std::string> argv = {kController, "--listen", controller_address_, "--metrics",
+                                     absl::StrCat("127.0.0.1:", metrics_port_),
+                                     absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
+                                     "--state_dir", state_dir_};
+    if (!config.empty()) argv.insert(argv.end(), {"--config", config});
     controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
-                                 absl::StrCat("127.0.0.1:", metrics_port_),
-                                 absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
-                                 "--state_dir", state_dir_},
-        TempPath(absl::StrCat(TestName(), ".controller.log")));
+        argv, TempPath(absl::StrCat(TestName(), ".controller.log")));
     ASSERT_TRUE(weft::testing::WaitForPort(controller_port_, absl::Seconds(10)))
         << controller_->Log();
   }
@@ -374,6 +378,35 @@ TEST_F(RolloutTest, ControllerRestartMidRolloutResumes) {
   // six ACKs in this controller's life would mean the canary was re-applied; the
   // three wave nodes ACKed, the canary reported version 1 in its hello.
   EXPECT_EQ(Metric("weft_controller_desired_state_acks_total{result=\"ack\"}"), 3);
+}
+
+TEST_F(RolloutTest, EditingTheWatchedPolicyFileRollsItOut) {
+  // The controller watches policy_file: the file as it is at start rolls out once the
+  // agents had time to register; an edit rolls out again.
+  const std::string policy = PolicyFile(/*bake_s=*/1, /*ai_rate=*/20);
+  const std::string config = TempPath(absl::StrCat(TestName(), ".controller.yaml"));
+  std::ofstream(config) << "policy_file: " << policy << "\n";
+  controller_->Signal(SIGTERM);
+  ASSERT_EQ(controller_->Wait(absl::Seconds(10)), 0) << controller_->Log();
+  StartController(config);
+  StartAgents();
+  std::optional<weft::v1::Rollout> first =
+      WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60));
+  ASSERT_TRUE(first.has_value()) << DumpLogs();
+  EXPECT_EQ(first->source(), "policy_file " + policy);
+  EXPECT_EQ(first->steps(0).nodes_size(), 3) << "the canary was chosen before all racks registered";
+
+  std::ofstream(policy) << PolicyYaml(/*bake_s=*/1, /*ai_rate=*/40);
+  ASSERT_TRUE(WaitForMetric("weft_controller_rollouts_total{result=\"completed\"}", 2,
+                            absl::Seconds(60)))
+      << DumpLogs();
+  std::optional<weft::v1::Rollout> second = Status();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->version(), 3u);
+  EXPECT_EQ(second->previous_version(), 1u);
+  EXPECT_TRUE(WaitForMetric("weft_controller_desired_state_nodes{status=\"in_sync\"}", 6,
+                            absl::Seconds(5)))
+      << Metrics();
 }
 
 }  // namespace
