@@ -111,7 +111,8 @@ class SecurityTest : public ::testing::Test {
   void StartAgent(const std::string& node, const std::string& cert) {
     agent_ = std::make_unique<Subprocess>(
         std::vector<std::string>{kAgent, "--node", node, "--controller", address_,
-                                 "--metrics", "off", "--health", "off", "--interval_ms=200",
+                                 "--metrics", "off", "--health", "off", "--job_socket", "off",
+                                 "--interval_ms=200",
                                  "--nics=2", "--tls_cert", Pki(cert + ".crt"), "--tls_key",
                                  Pki(cert + ".key"), "--tls_ca", Pki("ca.crt")},
         TempPath(absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(),
