@@ -60,8 +60,6 @@ ABSL_FLAG(std::optional<std::string>, root, std::nullopt,
 ABSL_FLAG(std::string, output, "table", "inspect: table or json");
 ABSL_FLAG(std::optional<std::string>, lldp, std::nullopt,
           "LLDP neighbors from lldpd: auto, off, or lldpd's control socket path");
-ABSL_FLAG(std::optional<std::string>, job_socket, std::nullopt,
-          "Unix socket serving local jobs (JobService), or off (overrides job_socket)");
 ABSL_FLAG(bool, insecure, false, "plaintext to any controller address (overrides insecure)");
 ABSL_FLAG(std::optional<std::string>, tls_cert, std::nullopt,
           "node certificate PEM, CN = node name (overrides tls.cert_file)");
@@ -69,6 +67,8 @@ ABSL_FLAG(std::optional<std::string>, tls_key, std::nullopt,
           "node private key PEM (overrides tls.key_file)");
 ABSL_FLAG(std::optional<std::string>, tls_ca, std::nullopt,
           "CA of the controller's certificate, PEM (overrides tls.ca_file)");
+ABSL_FLAG(std::optional<std::string>, job_socket, std::nullopt,
+          "Unix socket serving local jobs (JobService), or off (overrides job_socket)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::agent {
@@ -258,12 +258,14 @@ int Main(int argc, char** argv) {
   if (config->job_socket() != "off") {
     absl::StatusOr<std::unique_ptr<JobServer>> started =
         JobServer::Start(config->job_socket(), &job_service);
-    if (!started.ok()) {
-      WEFT_LOG(ERROR) << "cannot serve the job socket: " << started.status().ToString();
-      return 1;
+    if (started.ok()) {
+      job_server = *std::move(started);
+      WEFT_LOG(INFO) << "serving jobs socket=" << job_server->path();
+    } else {
+      // Telemetry and tunables are the agent's first duty: it goes on without the
+      // job socket (e.g. several simulated agents on one machine share the default).
+      WEFT_LOG(ERROR) << "not serving local jobs: " << started.status().ToString();
     }
-    job_server = *std::move(started);
-    WEFT_LOG(INFO) << "serving jobs socket=" << job_server->path();
   }
   // Ready means this node's endpoints serve; the controller session follows on its own
   // (with backoff), so a controller that is down does not fail the unit's start.

@@ -1,5 +1,6 @@
 #include "controller/agent_service.h"
 
+#include <algorithm>
 #include <deque>
 #include <optional>
 #include <utility>
@@ -50,10 +51,19 @@ class AgentServiceImpl::AgentStream final
     }
   }
 
-  // Queues `message`; false when the stream is ending. Any thread.
+  // Queues `message`; false when the stream is ending. Any thread. A desired state
+  // replaces any older one still queued (the newest wins, and an agent that stops
+  // reading holds at most one write in flight and one queued, never a growing queue).
   bool Send(ControllerMessage message) {
     absl::MutexLock lock(&mu_);
     if (ending_) return false;
+    if (message.has_desired_state()) {
+      queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                                  [](const ControllerMessage& queued) {
+                                    return queued.has_desired_state();
+                                  }),
+                   queue_.end());
+    }
     queue_.push_back(std::move(message));
     if (!write_in_flight_) StartNextWriteLocked();
     return true;
