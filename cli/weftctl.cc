@@ -28,6 +28,9 @@
 //     prometheus targets [--out FILE]
 //                                   the agents' /metrics as a Prometheus file_sd file
 //                                   (cli/prometheus_command.h)
+//     audit [--who W] [--method M] [--since 10m|RFC3339] [--limit N]
+//                                   who changed what, when, with what result
+//                                   (cli/audit_command.h)
 //     policy validate FILE          a QoS/DCQCN policy, offline (cli/policy_command.h)
 //     policy diff FILE              what it would change on the controller's nodes
 //     rollout start FILE | status [ID] | pause | resume | abort [--reason R] | history
@@ -48,6 +51,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "cli/audit_command.h"
 #include "cli/event_filter.h"
 #include "cli/flag_spelling.h"
 #include "cli/node_format.h"
@@ -76,8 +80,11 @@ ABSL_FLAG(std::string, rack, "", "nodes: only nodes of this rack");
 ABSL_FLAG(std::string, reason, "", "drain: why the node is drained (shown to operators)");
 ABSL_FLAG(std::string, node, "", "events: only this node's events");
 ABSL_FLAG(std::string, since, "",
-          "events: only events since a duration ago (10m, 1h30m) or an RFC 3339 time");
-ABSL_FLAG(int, limit, 0, "events: at most this many (the newest); 0 for all");
+          "events, audit: only entries since a duration ago (10m, 1h30m) or an RFC 3339 "
+          "time");
+ABSL_FLAG(int, limit, 0, "events, audit: at most this many (the newest); 0 for all");
+ABSL_FLAG(std::string, who, "", "audit: only calls by this caller");
+ABSL_FLAG(std::string, method, "", "audit: only this RPC (DrainNode or its full name)");
 ABSL_FLAG(std::string, pod, "", "racks: only racks of this pod");
 ABSL_FLAG(std::string, out, "",
           "prometheus targets: file to replace atomically (default: stdout)");
@@ -151,7 +158,9 @@ constexpr char kUsage[] =
     "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
     "                              LLDP cabling against the design; exit 1 on findings\n"
     "  prometheus targets [--out FILE]\n"
-    "                              the agents' /metrics as a Prometheus file_sd file";
+    "                              the agents' /metrics as a Prometheus file_sd file\n"
+    "  audit [--who W] [--method M] [--since 10m|RFC3339] [--limit N]\n"
+    "                              the audit log of mutating calls, oldest first";
 
 int Usage(const std::string& problem) {
   std::cerr << "weftctl: " << problem << "\n\nusage: " << kUsage << "\n";
@@ -249,6 +258,12 @@ class Weftctl {
             "topology check --topology DESIGN.yaml");
       }
       return ExportTopology();
+    }
+    if (command == "audit") {
+      return RunAuditCommand(args, *stub_, absl::GetFlag(FLAGS_timeout_ms),
+                             AuditFlags{absl::GetFlag(FLAGS_who), absl::GetFlag(FLAGS_method),
+                                        absl::GetFlag(FLAGS_since), absl::GetFlag(FLAGS_limit)},
+                             json_, std::cout, std::cerr);
     }
     if (command == "prometheus") {
       return RunPrometheusCommand(args, *stub_, absl::GetFlag(FLAGS_timeout_ms),

@@ -1,5 +1,6 @@
 #include "controller/admin_service.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -24,7 +25,9 @@ absl::Status RequireName(absl::string_view rpc, const std::string& name) {
 
 }  // namespace
 
-AdminServiceImpl::AdminServiceImpl(Inventory* inventory) : inventory_(inventory) {}
+AdminServiceImpl::AdminServiceImpl(Inventory* inventory, AuditLog* audit_log,
+                                   const Clock* clock)
+    : inventory_(inventory), audit_log_(audit_log), clock_(clock) {}
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListNodes(
     grpc::CallbackServerContext* context, const weft::v1::ListNodesRequest* request,
@@ -94,6 +97,41 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListRacks(
     grpc::CallbackServerContext* context, const weft::v1::ListRacksRequest* request,
     weft::v1::ListRacksResponse* response) {
   *response = inventory_->ListRacks(request->pod());
+  return FinishWith(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
+    grpc::CallbackServerContext* context, const weft::v1::ListAuditRequest* request,
+    weft::v1::ListAuditResponse* response) {
+  if (audit_log_ == nullptr || clock_ == nullptr) {
+    return FinishWith(context, absl::UnimplementedError(
+                                   "ListAudit: this controller was built without an audit log"));
+  }
+  if (request->since_us() < 0) {
+    return FinishWith(context, absl::InvalidArgumentError(absl::StrCat(
+                                   "ListAudit: since_us ", request->since_us(),
+                                   " is before the Unix epoch; use 0 for no lower bound")));
+  }
+  AuditQuery query;
+  if (request->since_us() > 0) query.since = absl::FromUnixMicros(request->since_us());
+  if (request->within_ms() > 0) {
+    query.since = std::max(query.since, clock_->Now() - absl::Milliseconds(request->within_ms()));
+  }
+  query.who = request->who();
+  query.method = request->method();
+  query.limit = request->limit();
+  absl::StatusOr<std::vector<AuditEntry>> entries = audit_log_->List(query);
+  if (!entries.ok()) return FinishWith(context, entries.status());
+  for (const AuditEntry& entry : *entries) {
+    weft::v1::AuditLogEntry* out = response->add_entries();
+    out->set_sequence(entry.sequence);
+    out->set_time_us(absl::ToUnixMicros(entry.at));
+    out->set_who(entry.who);
+    out->set_role(entry.role);
+    out->set_method(entry.method);
+    out->set_target(entry.target);
+    out->set_result(entry.result);
+  }
   return FinishWith(context, absl::OkStatus());
 }
 

@@ -4,10 +4,14 @@
 // callback-API adapter: every handler delegates to the Inventory and converts its
 // absl::Status (NOT_FOUND for an unknown node, FAILED_PRECONDITION for undraining a
 // node that is not drained, INVALID_ARGUMENT for a missing name) into the RPC's.
-// Handlers never block beyond the inventory's short mutex. Thread-safe.
+// Handlers never block beyond the inventory's short mutex, except drain and undrain,
+// which wait for the store's commit, and ListAudit, which reads the audit log (store/).
+// Thread-safe.
 #ifndef WEFT_CONTROLLER_ADMIN_SERVICE_H_
 #define WEFT_CONTROLLER_ADMIN_SERVICE_H_
 
+#include "common/clock.h"
+#include "controller/audit_log.h"
 #include "controller/inventory.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
@@ -17,8 +21,10 @@ namespace weft::controller {
 
 class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
  public:
-  // `inventory` must outlive the service.
-  explicit AdminServiceImpl(Inventory* inventory);
+  // `inventory` must outlive the service; so must `audit_log` and `clock` when given
+  // (ListAudit answers UNIMPLEMENTED without them).
+  explicit AdminServiceImpl(Inventory* inventory, AuditLog* audit_log = nullptr,
+                            const Clock* clock = nullptr);
 
   AdminServiceImpl(const AdminServiceImpl&) = delete;
   AdminServiceImpl& operator=(const AdminServiceImpl&) = delete;
@@ -41,9 +47,14 @@ class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* ListRacks(grpc::CallbackServerContext* context,
                                       const weft::v1::ListRacksRequest* request,
                                       weft::v1::ListRacksResponse* response) override;
+  grpc::ServerUnaryReactor* ListAudit(grpc::CallbackServerContext* context,
+                                      const weft::v1::ListAuditRequest* request,
+                                      weft::v1::ListAuditResponse* response) override;
 
  private:
   Inventory* const inventory_;
+  AuditLog* const audit_log_;
+  const Clock* const clock_;
 };
 
 }  // namespace weft::controller

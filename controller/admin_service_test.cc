@@ -29,7 +29,7 @@ class AdminServiceTest : public ::testing::Test {
  protected:
   AdminServiceTest()
       : metrics_(registry_), inventory_(&clock_, InventoryOptions{}, &metrics_),
-        service_(&inventory_) {
+        service_(&inventory_, &audit_, &clock_) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -49,6 +49,7 @@ class AdminServiceTest : public ::testing::Test {
   prometheus::Registry registry_;
   ControllerMetrics metrics_;
   Inventory inventory_;
+  AuditLog audit_{nullptr};
   AdminServiceImpl service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<weft::v1::AdminService::Stub> stub_;
@@ -205,6 +206,52 @@ TEST_F(AdminServiceTest, ListRacksCountsNodesPerRack) {
   weft::v1::ListRacksResponse none;
   ASSERT_TRUE(stub_->ListRacks(&filtered_context, filtered, &none).ok());
   EXPECT_EQ(none.racks_size(), 0);
+}
+
+TEST_F(AdminServiceTest, ListAuditFiltersByWindowWhoAndMethod) {
+  AuditEntry entry;
+  entry.at = clock_.Now() - absl::Minutes(10);
+  entry.who = "alice";
+  entry.role = "operator";
+  entry.method = "/weft.v1.AdminService/DrainNode";
+  entry.target = "n1";
+  entry.result = "OK";
+  ASSERT_TRUE(audit_.Record(entry).ok());
+  entry.at = clock_.Now() - absl::Seconds(5);
+  entry.who = "bob";
+  entry.method = "/weft.v1.PlacementService/Place";
+  entry.target = "job-1";
+  ASSERT_TRUE(audit_.Record(entry).ok());
+
+  weft::v1::ListAuditRequest request;
+  request.set_within_ms(60'000);  // by the controller's (fake) clock: only bob's
+  weft::v1::ListAuditResponse response;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->ListAudit(&context, request, &response).ok());
+  }
+  ASSERT_EQ(response.entries_size(), 1);
+  EXPECT_EQ(response.entries(0).who(), "bob");
+  EXPECT_EQ(response.entries(0).target(), "job-1");
+  EXPECT_EQ(response.entries(0).time_us(), absl::ToUnixMicros(entry.at));
+  EXPECT_EQ(response.entries(0).sequence(), 2u);
+
+  request.Clear();
+  request.set_method("DrainNode");
+  response.Clear();
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->ListAudit(&context, request, &response).ok());
+  }
+  ASSERT_EQ(response.entries_size(), 1);
+  EXPECT_EQ(response.entries(0).who(), "alice");
+
+  request.Clear();
+  request.set_since_us(-1);
+  grpc::ClientContext context;
+  const grpc::Status bad = stub_->ListAudit(&context, request, &response);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("since_us -1"), std::string::npos);
 }
 
 }  // namespace

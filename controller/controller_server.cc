@@ -35,7 +35,7 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
                                          security::TlsEnabled(config_.tls())}),
-      admin_service_(&inventory_),
+      admin_service_(&inventory_, &audit_log_, clock_),
       placement_metrics_(*registry_),
       placement_(&inventory_, clock_,
                  PlacementOptions{{},

@@ -45,6 +45,8 @@ class ClusterTest : public ::testing::Test {
     controller_port_ = FreePort();
     metrics_port_ = FreePort();
     controller_address_ = absl::StrCat("127.0.0.1:", controller_port_);
+    // Kept across StartController calls: a restarted controller finds its state.
+    state_dir_ = weft::testing::MakeTempDir("controller-state");
     StartController();
   }
 
@@ -55,7 +57,8 @@ class ClusterTest : public ::testing::Test {
         std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
                                  absl::StrCat("127.0.0.1:", metrics_port_),
                                  absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
-                                 absl::StrCat("--down_after=", kDownAfter)},
+                                 absl::StrCat("--down_after=", kDownAfter), "--state_dir",
+                                 state_dir_},
         log);
     // Connect only once it listens: a channel that met "connection refused" first would
     // sit in gRPC's reconnect backoff for a second or more.
@@ -153,6 +156,7 @@ class ClusterTest : public ::testing::Test {
   int controller_port_ = 0;
   int metrics_port_ = 0;
   std::string controller_address_;
+  std::string state_dir_;
   std::unique_ptr<Subprocess> controller_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
   std::map<std::string, int> agent_health_ports_;

@@ -86,7 +86,8 @@ class PlacementTest : public ::testing::Test {
     controller_ = std::make_unique<Subprocess>(
         std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
                                  absl::StrCat("127.0.0.1:", metrics_port_),
-                                 absl::StrCat("--telemetry_interval_ms=", kIntervalMs)},
+                                 absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
+                                 "--state_dir", weft::testing::MakeTempDir("controller-state")},
         TempPath(absl::StrCat(TestName(), ".controller.log")));
     ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller_->Log();
     admin_ = weft::v1::AdminService::NewStub(

@@ -269,7 +269,8 @@ TEST_F(SlurmTest, SbatchWrapperRunsRanksInWeftOrderWithTheNodesNcclEnv) {
   const std::string weft_address = absl::StrCat("127.0.0.1:", weft_port);
   controller_ = std::make_unique<Subprocess>(
       std::vector<std::string>{kController, "--listen", weft_address, "--metrics",
-                               "127.0.0.1:0", "--telemetry_interval_ms=200"},
+                               "127.0.0.1:0", "--telemetry_interval_ms=200", "--state_dir",
+                               dir_ + "/controller-state"},
       dir_ + "/controller.log");
   ASSERT_TRUE(weft::testing::WaitForPort(weft_port, absl::Seconds(10))) << controller_->Log();
   agent_ = std::make_unique<Subprocess>(

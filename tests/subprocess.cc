@@ -145,4 +145,9 @@ std::string TempPath(const std::string& name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
 }
 
+std::string MakeTempDir(const std::string& name) {
+  std::string path = TempPath(name + ".XXXXXX");
+  return mkdtemp(path.data()) != nullptr ? path : "";
+}
+
 }  // namespace weft::testing

@@ -56,6 +56,10 @@ bool WaitForPort(int port, absl::Duration timeout);
 // TEST_TMPDIR (or /tmp) joined with `name`.
 std::string TempPath(const std::string& name);
 
+// A new empty directory TempPath(name + ".XXXXXX") (mkdtemp), e.g. a controller's
+// --state_dir that no earlier run left state in. Empty string on failure.
+std::string MakeTempDir(const std::string& name);
+
 }  // namespace weft::testing
 
 #endif  // WEFT_TESTS_SUBPROCESS_H_

@@ -46,7 +46,10 @@ done
 # Plaintext gRPC, said out loud: the demo runs on loopback without certificates. Real
 # deployments use mTLS (deploy/examples/*.yaml, deploy/pki/mint-dev-pki.sh).
 echo "weft demo: gRPC is PLAINTEXT (--insecure), no TLS, no roles: for this loopback demo only"
-"$bin/controller/weft-controller" --insecure >"$demo_dir/logs/controller.log" 2>&1 &
+# Durable state (nodes, drains, reservations, events, audit) survives demo restarts;
+# rm -rf .demo/state to start empty.
+"$bin/controller/weft-controller" --insecure --state_dir "$demo_dir/state" \
+  >"$demo_dir/logs/controller.log" 2>&1 &
 pids+=($!)
 
 i=0

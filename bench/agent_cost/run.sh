@@ -63,7 +63,7 @@ ne_rss=$(status_kb $ne_pid VmRSS); ne_hwm=$(status_kb $ne_pid VmHWM)
 # --- weft-agent ------------------------------------------------------------------
 c_port=$(free_port); m_port=$(free_port); am_port=$(free_port)
 "$bin/controller/weft-controller" --listen "127.0.0.1:$c_port" --metrics "127.0.0.1:$m_port" \
-  --telemetry_interval_ms=100 >"$work/controller.log" 2>&1 &
+  --telemetry_interval_ms=100 --state_dir "$work/controller-state" >"$work/controller.log" 2>&1 &
 pids+=($!)
 "$bin/agent/weft-agent" --node bench-node --backend linux --root "$work/root" \
   --controller "127.0.0.1:$c_port" --metrics "127.0.0.1:$am_port" --health off \

@@ -98,7 +98,8 @@ def main():
     try:
         controller = subprocess.Popen(
             [f"{args.bin}/controller/weft-controller", "--config", args.config,
-             "--listen", controller_address, "--metrics", f"127.0.0.1:{metrics_port}"],
+             "--listen", controller_address, "--metrics", f"127.0.0.1:{metrics_port}",
+             "--state_dir", os.path.join(work, "controller-state")],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "controller.log"), "w"))
         procs.append(controller)
 

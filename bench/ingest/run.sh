@@ -73,7 +73,8 @@ grpc_port=$(free_port)
 metrics_port=$(free_port)
 # nice execs the controller, so $! is the controller's pid (/proc/<pid>/stat is its).
 nice -n "$nice_level" "$bin/controller/weft-controller" --listen "127.0.0.1:$grpc_port" \
-  --metrics "127.0.0.1:$metrics_port" >"$work/controller.log" 2>&1 &
+  --metrics "127.0.0.1:$metrics_port" --state_dir "$work/controller-state" \
+  >"$work/controller.log" 2>&1 &
 controller_pid=$!
 for _ in $(seq 100); do
   curl -sf "http://127.0.0.1:$metrics_port/metrics" >/dev/null 2>&1 && break
