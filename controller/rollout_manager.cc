@@ -295,6 +295,11 @@ void RolloutManager::Tick(absl::Duration min_interval) {
   if (now - last_tick_ < min_interval) return;
   last_tick_ = now;
   if (first_tick_ == absl::InfinitePast()) first_tick_ = now;
+  // Without any rollout there is nothing to adopt or step: skip the inventory copy.
+  if (rollouts_.empty() && unexplained_version_ == 0) {
+    CheckPolicyFileLocked(now);
+    return;
+  }
   const std::vector<weft::v1::NodeStatus> nodes = inventory_->ListNodes();
   AdoptLocked(nodes);
   CheckPolicyFileLocked(now);
