@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -129,6 +130,20 @@ class SecurityTest : public ::testing::Test {
     return false;
   }
 
+  // The `weftctl audit` row (as an operator) of `who` calling `method`; "" if none.
+  std::string AuditRow(const std::string& who, const std::string& method) {
+    weft::testing::CommandResult audit =
+        Weftctl(WithToken("operator"), {"audit", "--who", who, "--method", method});
+    EXPECT_EQ(audit.exit_status, 0) << audit.err;
+    for (absl::string_view line : absl::StrSplit(audit.out, '\n')) {
+      if (absl::StrContains(line, who) && absl::StrContains(line, method)) {
+        return std::string(line);
+      }
+    }
+    ADD_FAILURE() << "no audit row for " << who << " " << method << " in:\n" << audit.out;
+    return "";
+  }
+
   static std::string* pki_;
   int port_ = 0;
   std::string address_;
@@ -232,11 +247,17 @@ TEST_F(SecurityTest, ViewerTokenCannotDrain) {
       << drained.err;
   // A viewer may read.
   EXPECT_EQ(Weftctl(WithToken("viewer"), {"nodes"}).exit_status, 0);
-  // The refusal is audited.
+  // The refusal is audited, and only an operator may read the audit log.
   EXPECT_TRUE(absl::StrContains(controller_->Log(),
                                 "audit who=dev-viewer role=viewer via=token "
                                 "method=/weft.v1.AdminService/DrainNode"))
       << controller_->Log();
+  const std::string row = AuditRow("dev-viewer", "DrainNode");
+  EXPECT_TRUE(absl::StrContains(row, "viewer")) << row;
+  EXPECT_TRUE(absl::StrContains(row, "PERMISSION_DENIED")) << row;
+  weft::testing::CommandResult audit = Weftctl(WithToken("viewer"), {"audit"});
+  EXPECT_EQ(audit.exit_status, 1);
+  EXPECT_TRUE(absl::StrContains(audit.err, "ListAudit needs role operator")) << audit.err;
 }
 
 TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
@@ -251,6 +272,11 @@ TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
                                 "method=/weft.v1.AdminService/DrainNode target=gpu-a01 "
                                 "result=\"OK\""))
       << controller_->Log();
+  // `weftctl audit` shows it: who, role, method, target, result.
+  const std::string row = AuditRow("dev-operator", "DrainNode");
+  EXPECT_TRUE(absl::StrContains(row, "operator")) << row;
+  EXPECT_TRUE(absl::StrContains(row, "gpu-a01")) << row;
+  EXPECT_TRUE(absl::StrContains(row, "OK")) << row;
 }
 
 TEST_F(SecurityTest, WeftctlWithClientCertificates) {
