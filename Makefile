@@ -1,6 +1,7 @@
 # The two entry points a newcomer needs:
 #   make demo   a local simulated cluster (controller + 32 agents) on the embedded defaults
 #   make test   every test
+#   make deb    Debian packages weft-cli, weft-controller, weft-agent in dist/
 # Each installs missing Debian packages first (tools/deps.sh), then builds with Bazel.
 
 BAZEL ?= bazel
@@ -8,7 +9,7 @@ BAZEL ?= bazel
 TEST_FLAGS ?=
 BINARIES = //controller:weft-controller //agent:weft-agent //cli:weftctl
 
-.PHONY: deps build demo test clean
+.PHONY: deps build demo test deb clean
 
 deps:
 	@tools/deps.sh
@@ -21,6 +22,9 @@ demo: build
 
 test: deps
 	@$(BAZEL) test $(TEST_FLAGS) //...
+
+deb: build
+	@tools/deb/build.sh dist "$$($(BAZEL) info bazel-bin)"
 
 clean:
 	@$(BAZEL) clean

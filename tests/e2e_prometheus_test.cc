@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <set>
@@ -316,6 +317,7 @@ TEST_F(E2ePrometheusTest, DashboardsShowDataAndThePfcStormAlertFiresForTheFaulty
   StartCluster();
   WriteTargets();
   StartPrometheus();
+  const absl::Time prometheus_started = absl::Now();
   WaitForTargetsUp();
 
   // Every panel query returns data. rate() needs two scrapes and the rollout and
@@ -337,6 +339,10 @@ TEST_F(E2ePrometheusTest, DashboardsShowDataAndThePfcStormAlertFiresForTheFaulty
   } while (absl::Now() < deadline);
   std::vector<std::string> report;
   for (const auto& [where, why] : empty) report.push_back(absl::StrCat(where, " -> ", why));
+  std::cout << "dashboard queries with data: " << queries.size() - empty.size() << " of "
+            << queries.size() << ", "
+            << absl::ToInt64Seconds(absl::Now() - prometheus_started)
+            << " s after Prometheus started\n";
   EXPECT_TRUE(empty.empty()) << empty.size() << " of " << queries.size()
                              << " dashboard queries return nothing:\n  "
                              << absl::StrJoin(report, "\n  ");
@@ -358,7 +364,7 @@ TEST_F(E2ePrometheusTest, DashboardsShowDataAndThePfcStormAlertFiresForTheFaulty
   // WeftPfcPauseStorm has `for: 1m`: it fires about a minute after the storm shows.
   std::set<std::string> storm_nodes;
   std::vector<std::string> other_firing;
-  const absl::Time alert_deadline = absl::Now() + absl::Seconds(120);
+  const absl::Time alert_deadline = absl::Now() + absl::Seconds(240);
   while (absl::Now() < alert_deadline) {
     storm_nodes.clear();
     other_firing.clear();
@@ -378,6 +384,9 @@ TEST_F(E2ePrometheusTest, DashboardsShowDataAndThePfcStormAlertFiresForTheFaulty
     if (!storm_nodes.empty()) break;
     absl::SleepFor(absl::Seconds(2));
   }
+  std::cout << "WeftPfcPauseStorm firing for " << absl::StrJoin(storm_nodes, ",") << " "
+            << absl::ToInt64Seconds(absl::Now() - prometheus_started)
+            << " s after Prometheus started (rule: for 1m)\n";
   EXPECT_EQ(storm_nodes, std::set<std::string>{kStormNode});
   EXPECT_TRUE(other_firing.empty()) << "unexpected alerts: " << absl::StrJoin(other_firing, ", ");
   // And the storm alert carries the place of the node, from the file_sd labels.
