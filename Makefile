@@ -3,13 +3,18 @@
 #   make test   every test
 #   make deb    Debian packages weft-cli, weft-controller, weft-agent in dist/
 # Each installs missing Debian packages first (tools/deps.sh), then builds with Bazel.
+# Also: make asan (every test under ASan+UBSan), make fuzz (each libFuzzer target for
+# FUZZ_SECONDS, tools/fuzz.sh); docs/architecture.md, "Testing under sanitizers and fuzzers".
 
 BAZEL ?= bazel
 # Extra flags for `bazel test`; CI passes --nocache_test_results so every test runs.
 TEST_FLAGS ?=
+FUZZ_SECONDS ?= 20
+# Extra flags for tools/fuzz.sh; CI passes -j DIR for JUnit results.
+FUZZ_FLAGS ?=
 BINARIES = //controller:weft-controller //agent:weft-agent //cli:weftctl
 
-.PHONY: deps build demo test deb clean
+.PHONY: deps build demo test asan fuzz deb clean
 
 deps:
 	@tools/deps.sh
@@ -22,6 +27,12 @@ demo: build
 
 test: deps
 	@$(BAZEL) test $(TEST_FLAGS) //...
+
+asan: deps
+	@$(BAZEL) test --config=asan $(TEST_FLAGS) //...
+
+fuzz: deps
+	@tools/fuzz.sh -t $(FUZZ_SECONDS) $(FUZZ_FLAGS)
 
 deb: build
 	@tools/deb/build.sh dist "$$($(BAZEL) info bazel-bin)"

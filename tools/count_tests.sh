@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Counts GoogleTest cases (not Bazel targets) from the JUnit XML files Bazel leaves in
-# bazel-testlogs/, and prints "N passed, M failed[, K skipped]".
+# bazel-testlogs/ (or in each directory given: CI adds the sanitizer runs' testlogs and
+# tools/fuzz.sh's results), and prints "N passed, M failed[, K skipped]".
 # A test binary that crashed leaves Bazel's stand-in XML with errors="1": counted failed.
 set -euo pipefail
-logs="${1:-bazel-testlogs}"
-find -L "$logs" -name test.xml -print0 | xargs -0 -r awk '
+[ $# -gt 0 ] || set -- bazel-testlogs
+find -L "$@" -name test.xml -print0 | xargs -0 -r awk '
   # The first <testsuites> or <testsuite> element of each file carries the totals.
   FNR == 1 { done = 0 }
   !done && /<testsuites[ >]/ || (!done && /<testsuite[ >]/) {

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   lldpd prometheus-node-exporter slurmctld slurmd slurm-client
   libgloo-dev libopenmpi-dev openmpi-bin
+  clang-14 libclang-rt-14-dev
   systemd prometheus dpkg-dev fakeroot lintian
 )
 
