@@ -117,7 +117,7 @@ const std::vector<Migration>& ControllerMigrations() {
 }
 
 absl::StatusOr<std::unique_ptr<ControllerStore>> ControllerStore::Open(
-    const std::string& state_dir) {
+    const std::string& state_dir, Durability acknowledged) {
   if (state_dir.empty()) {
     return absl::InvalidArgumentError("state_dir is empty; give the controller one");
   }
@@ -140,13 +140,13 @@ absl::StatusOr<std::unique_ptr<ControllerStore>> ControllerStore::Open(
     ::close(lock_fd);
     return db.status();
   }
-  return std::unique_ptr<ControllerStore>(new ControllerStore(*std::move(db), lock_fd));
+  return std::unique_ptr<ControllerStore>(new ControllerStore(*std::move(db), lock_fd, acknowledged));
 }
 
 absl::StatusOr<std::unique_ptr<ControllerStore>> ControllerStore::OpenInMemory() {
   ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
                    Database::OpenInMemory(ControllerMigrations()));
-  return std::unique_ptr<ControllerStore>(new ControllerStore(std::move(db), -1));
+  return std::unique_ptr<ControllerStore>(new ControllerStore(std::move(db), -1, Durability::kAcknowledged));
 }
 
 ControllerStore::~ControllerStore() {
@@ -155,12 +155,12 @@ ControllerStore::~ControllerStore() {
 }
 
 absl::Status ControllerStore::PutNode(const StoredNode& node) {
-  return db_->Write(Durability::kAcknowledged,
+  return db_->Write(acknowledged_,
                     [&](Transaction& txn) { return PutNodeIn(txn, node); });
 }
 
 absl::Status ControllerStore::PutNodes(const std::vector<StoredNode>& nodes) {
-  return db_->Write(Durability::kAcknowledged, [&](Transaction& txn) -> absl::Status {
+  return db_->Write(acknowledged_, [&](Transaction& txn) -> absl::Status {
     for (const StoredNode& node : nodes) RETURN_IF_ERROR(PutNodeIn(txn, node));
     return absl::OkStatus();
   });
@@ -199,7 +199,7 @@ absl::StatusOr<std::vector<StoredNode>> ControllerStore::LoadNodes() {
 
 absl::Status ControllerStore::PutReservation(const StoredReservation& reservation,
                                              uint64_t next_sequence) {
-  return db_->Write(Durability::kAcknowledged, [&](Transaction& txn) -> absl::Status {
+  return db_->Write(acknowledged_, [&](Transaction& txn) -> absl::Status {
     RETURN_IF_ERROR(txn.Exec(
         "INSERT INTO reservations(id, job_id, request, response, expires_at_us, "
         "created_seq) VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
@@ -217,7 +217,7 @@ absl::Status ControllerStore::PutReservation(const StoredReservation& reservatio
 
 absl::Status ControllerStore::UpdateReservationLease(
     const weft::v1::PlacementResponse& response, int64_t expires_at_us) {
-  return db_->Write(Durability::kAcknowledged, [&](Transaction& txn) -> absl::Status {
+  return db_->Write(acknowledged_, [&](Transaction& txn) -> absl::Status {
     RETURN_IF_ERROR(txn.Exec(
         "UPDATE reservations SET response = ?, expires_at_us = ? WHERE id = ?",
         {Blob{Serialize(response)}, expires_at_us, response.reservation_id()}));
@@ -230,7 +230,7 @@ absl::Status ControllerStore::UpdateReservationLease(
 }
 
 absl::Status ControllerStore::DeleteReservation(absl::string_view reservation_id) {
-  return db_->Write(Durability::kAcknowledged, [&](Transaction& txn) {
+  return db_->Write(acknowledged_, [&](Transaction& txn) {
     return txn.Exec("DELETE FROM reservations WHERE id = ?",
                     {std::string(reservation_id)});
   });
@@ -238,7 +238,7 @@ absl::Status ControllerStore::DeleteReservation(absl::string_view reservation_id
 
 absl::StatusOr<int64_t> ControllerStore::DeleteExpiredReservations(int64_t now_us) {
   int64_t deleted = 0;
-  RETURN_IF_ERROR(db_->Write(Durability::kAcknowledged, [&](Transaction& txn) {
+  RETURN_IF_ERROR(db_->Write(acknowledged_, [&](Transaction& txn) {
     absl::Status status =
         txn.Exec("DELETE FROM reservations WHERE expires_at_us <= ?", {now_us});
     deleted = txn.changes();
@@ -323,7 +323,7 @@ absl::StatusOr<std::vector<weft::v1::Event>> ControllerStore::LoadEvents(uint64_
 
 absl::StatusOr<uint64_t> ControllerStore::AppendAudit(const StoredAudit& entry) {
   uint64_t sequence = 0;
-  RETURN_IF_ERROR(db_->Write(Durability::kAcknowledged, [&](Transaction& txn) -> absl::Status {
+  RETURN_IF_ERROR(db_->Write(acknowledged_, [&](Transaction& txn) -> absl::Status {
     RETURN_IF_ERROR(txn.Exec(
         "INSERT INTO audit(at_us, who, role, method, target, result) "
         "VALUES(?, ?, ?, ?, ?, ?)",

@@ -92,7 +92,10 @@ class ControllerStore {
   // FAILED_PRECONDITION for a directory another process holds, a newer schema or a
   // state dir that is not a directory; DATA_LOSS for a corrupt file; UNAVAILABLE or
   // PERMISSION_DENIED when it cannot be created or opened. Each names the path.
-  static absl::StatusOr<std::unique_ptr<ControllerStore>> Open(const std::string& state_dir);
+  // `acknowledged` is what node, reservation and audit writes use: keep the default;
+  // kBestEffort exists for bench/store, to measure what synchronous=FULL costs.
+  static absl::StatusOr<std::unique_ptr<ControllerStore>> Open(
+      const std::string& state_dir, Durability acknowledged = Durability::kAcknowledged);
   // The same schema in memory (unit tests).
   static absl::StatusOr<std::unique_ptr<ControllerStore>> OpenInMemory();
 
@@ -134,11 +137,12 @@ class ControllerStore {
   Database& database() { return *db_; }
 
  private:
-  ControllerStore(std::unique_ptr<Database> db, int lock_fd)
-      : db_(std::move(db)), lock_fd_(lock_fd) {}
+  ControllerStore(std::unique_ptr<Database> db, int lock_fd, Durability acknowledged)
+      : db_(std::move(db)), lock_fd_(lock_fd), acknowledged_(acknowledged) {}
 
   std::unique_ptr<Database> db_;
   int lock_fd_ = -1;
+  const Durability acknowledged_;
 };
 
 }  // namespace weft::store
