@@ -170,6 +170,16 @@ class CrashTest : public ::testing::Test {
     return names[std::uniform_int_distribution<size_t>(0, names.size() - 1)(rng_)];
   }
 
+  // The probe registers as an agent that remembers no epoch (last_session_epoch 0).
+  grpc::Status RegisterProbe(weft::v1::RegisterResponse* response) {
+    weft::v1::RegisterRequest request;
+    request.mutable_node()->set_name(kProbeNode);
+    weft::v1::Nic* nic = request.mutable_node()->add_nics();
+    nic->set_device("mlx5_0");
+    nic->set_port(1);
+    return agent_service_->Register(Deadline().get(), request, response);
+  }
+
   // One operation; false once the controller is gone (the call's effect is then
   // recorded as ambiguous).
   bool DriveOne(int iteration, int n) {
@@ -248,14 +258,8 @@ class CrashTest : public ::testing::Test {
       }
       return true;
     }
-    // The probe registers as an agent that remembers no epoch.
-    weft::v1::RegisterRequest request;
-    request.mutable_node()->set_name(kProbeNode);
-    weft::v1::Nic* nic = request.mutable_node()->add_nics();
-    nic->set_device("mlx5_0");
-    nic->set_port(1);
     weft::v1::RegisterResponse response;
-    const grpc::Status status = agent_service_->Register(Deadline().get(), request, &response);
+    const grpc::Status status = RegisterProbe(&response);
     if (CallLost(status)) return false;
     EXPECT_TRUE(status.ok()) << status.error_message();
     EXPECT_GT(response.session_epoch(), model_.max_probe_epoch);
@@ -335,13 +339,8 @@ class CrashTest : public ::testing::Test {
     }
 
     if (model_.max_probe_epoch > 0) {
-      weft::v1::RegisterRequest request;
-      request.mutable_node()->set_name(kProbeNode);
-      weft::v1::Nic* nic = request.mutable_node()->add_nics();
-      nic->set_device("mlx5_0");
-      nic->set_port(1);
       weft::v1::RegisterResponse response;
-      ASSERT_TRUE(agent_service_->Register(Deadline().get(), request, &response).ok());
+      ASSERT_TRUE(RegisterProbe(&response).ok());
       EXPECT_GT(response.session_epoch(), model_.max_probe_epoch)
           << "an epoch granted before the restart was granted again";
       model_.max_probe_epoch = response.session_epoch();
