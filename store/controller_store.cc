@@ -60,6 +60,19 @@ CREATE TABLE audit (
 CREATE INDEX audit_at ON audit(at_us);
 )sql";
 
+// Version 2: rollout records (SqliteRolloutStore), one weft.v1.Rollout per row; a row
+// that does not parse is moved to rollouts_unreadable by Quarantine.
+constexpr char kSchemaV2[] = R"sql(
+CREATE TABLE rollouts (
+  id TEXT PRIMARY KEY,
+  record BLOB NOT NULL              -- weft.v1.Rollout
+);
+CREATE TABLE rollouts_unreadable (
+  id TEXT NOT NULL,
+  record BLOB NOT NULL
+);
+)sql";
+
 constexpr char kNextReservationKey[] = "next_reservation_sequence";
 
 std::string Serialize(const google::protobuf::MessageLite& message) {
@@ -112,7 +125,8 @@ absl::Status MakeStateDir(const std::string& dir) {
 }  // namespace
 
 const std::vector<Migration>& ControllerMigrations() {
-  static const auto* migrations = new std::vector<Migration>{{1, kSchemaV1}};
+  static const auto* migrations =
+      new std::vector<Migration>{{1, kSchemaV1}, {2, kSchemaV2}};
   return *migrations;
 }
 
@@ -140,13 +154,15 @@ absl::StatusOr<std::unique_ptr<ControllerStore>> ControllerStore::Open(
     ::close(lock_fd);
     return db.status();
   }
-  return std::unique_ptr<ControllerStore>(new ControllerStore(*std::move(db), lock_fd, acknowledged));
+  return std::unique_ptr<ControllerStore>(
+      new ControllerStore(*std::move(db), lock_fd, acknowledged));
 }
 
 absl::StatusOr<std::unique_ptr<ControllerStore>> ControllerStore::OpenInMemory() {
   ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
                    Database::OpenInMemory(ControllerMigrations()));
-  return std::unique_ptr<ControllerStore>(new ControllerStore(std::move(db), -1, Durability::kAcknowledged));
+  return std::unique_ptr<ControllerStore>(
+      new ControllerStore(std::move(db), -1, Durability::kAcknowledged));
 }
 
 ControllerStore::~ControllerStore() {
