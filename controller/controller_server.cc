@@ -9,6 +9,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "security/credentials.h"
 #include "security/tokens.h"
+#include "store/sqlite_rollout_store.h"
 
 namespace weft::controller {
 namespace {
@@ -58,24 +59,6 @@ absl::Status ControllerServer::Start() {
         config_.window_samples(), "); run ValidateControllerConfig first"));
   }
 
-  // Rollouts are recovered before agents can connect (controller/rollout_manager.h).
-  if (config_.state_dir().empty()) {
-    WEFT_LOG(WARNING) << "no state_dir: rollouts are kept in memory only";
-    rollout_store_ = std::make_unique<MemoryRolloutStore>();
-  } else {
-    ASSIGN_OR_RETURN(rollout_store_, FileRolloutStore::Open(
-                                         absl::StrCat(config_.state_dir(), "/rollouts")));
-  }
-  rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,
-                                               rollout_store_.get(), &rollout_metrics_, clock_);
-  RETURN_IF_ERROR(rollouts_->Recover());
-  if (!config_.policy_file().empty()) rollouts_->WatchPolicyFile(config_.policy_file());
-  rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get());
-  desired_state_.SetSender([this](const std::string& node, weft::v1::ControllerMessage m) {
-    return agent_service_.SendToNode(node, std::move(m));
-  });
-  agent_service_.SetDesiredStateListener(&desired_state_);
-
   // The durable state is back before anyone can call: an agent registering now gets
   // an epoch above every one granted before the restart.
   RETURN_IF_ERROR(inventory_.Restore());
@@ -97,6 +80,27 @@ absl::Status ControllerServer::Start() {
                       << ": no TLS, no authentication, no roles (set tls in the config for "
                          "mTLS; see deploy/examples/controller.yaml)";
   }
+
+  // Rollouts are recovered before agents can connect (controller/rollout_manager.h).
+  // With the controller's database they live in it, beside everything else it keeps.
+  if (store_ != nullptr) {
+    rollout_store_ = std::make_unique<store::SqliteRolloutStore>(store_);
+  } else if (config_.state_dir().empty()) {
+    WEFT_LOG(WARNING) << "no state_dir: rollouts are kept in memory only";
+    rollout_store_ = std::make_unique<MemoryRolloutStore>();
+  } else {
+    ASSIGN_OR_RETURN(rollout_store_, FileRolloutStore::Open(
+                                         absl::StrCat(config_.state_dir(), "/rollouts")));
+  }
+  rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,
+                                               rollout_store_.get(), &rollout_metrics_, clock_);
+  RETURN_IF_ERROR(rollouts_->Recover());
+  if (!config_.policy_file().empty()) rollouts_->WatchPolicyFile(config_.policy_file());
+  rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get());
+  desired_state_.SetSender([this](const std::string& node, weft::v1::ControllerMessage m) {
+    return agent_service_.SendToNode(node, std::move(m));
+  });
+  agent_service_.SetDesiredStateListener(&desired_state_);
 
   ASSIGN_OR_RETURN(metrics_server_,
                    MetricsServer::Start(config_.metrics_address(), registry_));
