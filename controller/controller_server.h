@@ -9,7 +9,8 @@
 //
 // It also owns the QoS/DCQCN desired state of every node (DesiredStateManager, fed by
 // the agent streams) and the RolloutManager behind RolloutService, whose records live
-// under state_dir/rollouts; the ticker steps the active rollout.
+// in the controller's database (in memory without one); the ticker steps the active
+// rollout.
 //
 // Security (security/): with config.tls set, the server speaks mTLS and every call
 // passes the AuthProcessor (caller from certificate or bearer token, role checked
@@ -128,8 +129,8 @@ class ControllerServer {
   store::ControllerStore* const store_;
   AuditLog audit_log_{store_};
   AuditLogSink audit_sink_{&audit_log_};
-  // QoS/DCQCN desired state per node and policy rollouts; the store (under
-  // state_dir/rollouts), the manager and its service are made by Start.
+  // QoS/DCQCN desired state per node and policy rollouts; the rollout store (over
+  // store_), the manager and its service are made by Start.
   RolloutMetrics rollout_metrics_{*registry_};
   DesiredStateManager desired_state_{clock_, &rollout_metrics_};
   std::unique_ptr<RolloutStore> rollout_store_;
