@@ -7,6 +7,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "proto/weft/v1/options.pb.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace weft {
@@ -692,19 +694,68 @@ absl::Status ValidateMessage(const Message& msg, const std::string& path,
   return absl::OkStatus();
 }
 
+// Where each document of a stream starts, for the first `limit` documents. Replaces
+// YAML::LoadAll, which never returns on some malformed input (yaml-cpp 0.7 yields an
+// endless run of empty documents at one position for a stray ',': jbeder/yaml-cpp#1040).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    marks.push_back(mark);
+    contents.push_back(mark);
+    seen_content_ = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Content(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Content(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Content(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Content(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Content(mark);
+  }
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> marks;     // where each document starts
+  std::vector<YAML::Mark> contents;  // where its first node is (else its start)
+
+ private:
+  void Content(const YAML::Mark& mark) {
+    if (seen_content_) return;
+    seen_content_ = true;
+    contents.back() = mark;
+  }
+  bool seen_content_ = false;
+};
+
 }  // namespace
 
 absl::Status MergeYamlString(absl::string_view yaml, absl::string_view source_name,
                              Message* msg) {
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
-    if (docs.empty()) return absl::OkStatus();  // empty file: no overrides
-    if (docs.size() > 1) {
-      return Invalid(Where(source_name, docs[1].Mark()), "",
-                     absl::StrCat("the file holds ", docs.size(), " YAML documents"),
-                     "a single document");
+    std::stringstream input{std::string(yaml)};
+    YAML::Parser parser(input);
+    DocumentStarts starts;
+    while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
     }
-    return YamlMerger(source_name).MergeDocument(docs[0], msg);
+    if (starts.marks.empty()) return absl::OkStatus();  // empty file: no overrides
+    if (starts.marks.size() > 1) {
+      const YAML::Mark& second = starts.marks[1];
+      if (second.pos == starts.marks[0].pos) {
+        // No progress between documents: the parser is stuck on a stray character.
+        return Invalid(Where(source_name, second), "",
+                       "YAML syntax error: unexpected character", "");
+      }
+      return Invalid(Where(source_name, starts.contents[1]), "",
+                     "the file holds more than one YAML document", "a single document");
+    }
+    return YamlMerger(source_name).MergeDocument(YAML::Load(std::string(yaml)), msg);
   } catch (const YAML::ParserException& e) {
     return Invalid(Where(source_name, e.mark), "",
                    absl::StrCat("YAML syntax error: ", e.msg), "");

@@ -25,12 +25,13 @@ using ::weft::v1::SimFault;
 
 constexpr char kAgentKeys[] =
     "node_name, rack, pod, controller_address, metrics_address, interval_ms, backend, "
-    "simulated, reconnect, health_address, linux, lldp";
+    "simulated, reconnect, health_address, linux, lldp, tunables_dry_run, tls, insecure, "
+    "job_socket";
 constexpr char kSimulatedKeys[] =
     "nics, gpus, link_speed_gbps, traffic_level, seed, faults, fault_delay_ms";
 constexpr char kFaultNames[] =
-    "one of none, pfc_storm, link_down, retransmits, dead (any case; the SIM_FAULT_ "
-    "prefix is optional)";
+    "one of none, pfc_storm, link_down, retransmits, dead, reject_tunables (any case; the "
+    "SIM_FAULT_ prefix is optional)";
 
 // The daemon's defaults live in daemon_config; this test only needs some non-zero
 // values to see that absent keys keep them.
@@ -47,6 +48,7 @@ AgentConfig SomeAgentConfig() {
   config.mutable_simulated()->set_traffic_level(0.6);
   config.mutable_reconnect()->set_initial_backoff_ms(200);
   config.mutable_reconnect()->set_max_backoff_ms(10000);
+  config.set_job_socket("/run/weft/agent.sock");
   return config;
 }
 
@@ -293,7 +295,12 @@ TEST(MergeYamlErrorTest, DocumentMustBeASingleMap) {
                          "accepted: a map with the keys ",
                          kAgentKeys));
   EXPECT_EQ(AgentError("rack: a\n---\nrack: b\n"),
-            "t.yaml:3:1: the file holds 2 YAML documents; accepted: a single document");
+            "t.yaml:3:1: the file holds more than one YAML document; accepted: a single "
+            "document");
+  // yaml-cpp 0.7 never ends LoadAll on a stray ',' (an endless run of empty
+  // documents): this must come back at once with an error, not hang.
+  EXPECT_EQ(AgentError(","), "t.yaml:1:1: YAML syntax error: unexpected character");
+  EXPECT_EQ(AgentError("rack: a\n,\n"), "t.yaml:2:1: YAML syntax error: end of map not found");
 }
 
 TEST(MergeYamlErrorTest, NonScalarKey) {
