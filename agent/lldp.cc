@@ -85,6 +85,53 @@ absl::StatusOr<std::string> RunCapture(const std::vector<std::string>& argv,
   return output;
 }
 
+// Length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629: no overlong
+// forms, no surrogates, at most U+10FFFF), or 0 when it is not one.
+size_t Utf8SequenceLength(absl::string_view s) {
+  const auto byte = [&s](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  size_t length;
+  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    length = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    length = 3;
+    if (b0 == 0xE0) low = 0xA0;
+    if (b0 == 0xED) high = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    length = 4;
+    if (b0 == 0xF0) low = 0x90;
+    if (b0 == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+// Switches send what they like in LLDP TLVs; proto3 strings must be UTF-8, or the
+// whole Register carrying them fails to parse at the controller. Bytes that are not
+// UTF-8 become '?'.
+std::string ToUtf8(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const size_t length = Utf8SequenceLength(text);
+    if (length == 0) {
+      out.push_back('?');
+      text.remove_prefix(1);
+    } else {
+      out.append(text.data(), length);
+      text.remove_prefix(length);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::map<std::string, weft::v1::LldpNeighbor>> ParseLldpKeyValue(
@@ -101,10 +148,10 @@ absl::StatusOr<std::map<std::string, weft::v1::LldpNeighbor>> ParseLldpKeyValue(
           absl::StrCat("lldpcli output line ", line_no, " has no '=': ", line));
     }
     const absl::string_view key = line.substr(0, eq);
-    const std::string value(line.substr(eq + 1));
+    const std::string value = ToUtf8(line.substr(eq + 1));
     const size_t dot = key.find('.');
     if (dot == absl::string_view::npos) continue;
-    const std::string ifname(key.substr(0, dot));
+    const std::string ifname = ToUtf8(key.substr(0, dot));
     const absl::string_view field = key.substr(dot + 1);
     RawNeighbor& n = raw[ifname];
     if (field == "chassis.name") n.neighbor.set_chassis_name(value);

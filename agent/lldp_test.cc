@@ -41,6 +41,27 @@ TEST(ParseLldpKeyValueTest, NeighborPerInterfaceWithBestPortId) {
   EXPECT_EQ(neighbors->at("ens2np0").port_id(), "0c:42:a1:00:10:02");  // only a MAC
 }
 
+// A switch that sends Latin-1 (or garbage) in its system name must not make the
+// node's Register unparseable: proto3 strings are UTF-8.
+TEST(ParseLldpKeyValueTest, BytesThatAreNotUtf8BecomeQuestionMarks) {
+  auto neighbors = ParseLldpKeyValue(
+      "lldp.ens1np0.chassis.name=leaf-\xe9t\xe9-01\n"
+      "lldp.ens1np0.port.ifname=swp1\xff\n"
+      "lldp.ens2np0.chassis.name=leaf-\xc3\xa9t\xc3\xa9\n"  // valid UTF-8 stays
+      "lldp.ens3np0.chassis.name=\xed\xa0\x80-\xc0\xaf\n");   // surrogate, overlong
+  ASSERT_TRUE(neighbors.ok()) << neighbors.status();
+  EXPECT_EQ(neighbors->at("ens1np0").chassis_name(), "leaf-?t?-01");
+  EXPECT_EQ(neighbors->at("ens1np0").port_id(), "swp1?");
+  EXPECT_EQ(neighbors->at("ens2np0").chassis_name(), "leaf-\xc3\xa9t\xc3\xa9");
+  EXPECT_EQ(neighbors->at("ens3np0").chassis_name(), "???-??");
+  // What the agent registers with now survives the trip through the wire format.
+  weft::v1::Nic nic;
+  *nic.mutable_lldp_neighbor() = neighbors->at("ens1np0");
+  weft::v1::Nic parsed;
+  ASSERT_TRUE(parsed.ParseFromString(nic.SerializeAsString()));
+  EXPECT_EQ(parsed.lldp_neighbor().chassis_name(), "leaf-?t?-01");
+}
+
 TEST(ParseLldpKeyValueTest, EmptyAndMalformed) {
   EXPECT_TRUE(ParseLldpKeyValue("").value().empty());
   EXPECT_THAT(ParseLldpKeyValue("lldp.eth0.chassis.name\n").status().message(),

@@ -710,12 +710,15 @@ absl::Status Communicator::DoAllReduceCoalesced(absl::Span<const TensorRef> tens
     ASSIGN_OR_RETURN(char* bucket, fusion_scratch_.Get(bucket_count * element_bytes));
     size_t offset = 0;
     for (size_t t = i; t < end; ++t) {
+      // An empty tensor may have no buffer at all (memcpy from null is undefined).
+      if (tensors[t].count == 0) continue;
       std::memcpy(bucket + offset, tensors[t].data, tensors[t].count * element_bytes);
       offset += tensors[t].count * element_bytes;
     }
     RETURN_IF_ERROR(DoAllReduce(bucket, bucket_count, type, op, compress));
     offset = 0;
     for (size_t t = i; t < end; ++t) {
+      if (tensors[t].count == 0) continue;
       std::memcpy(tensors[t].data, bucket + offset, tensors[t].count * element_bytes);
       offset += tensors[t].count * element_bytes;
     }
