@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "agent/lldp.h"
+#include "proto/weft/v1/node.pb.h"
 #include "fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -23,7 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   for (const auto& [ifname, neighbor] : *neighbors) {
-    // Every interface and value comes from an "lldp.<ifname>.<field>=<value>" line.
+    // What the agent registers with must survive the wire: proto3 strings are UTF-8
+    // (bytes that are not become '?').
+    weft::v1::Nic nic;
+    nic.set_netdev(ifname);
+    *nic.mutable_lldp_neighbor() = neighbor;
+    weft::v1::Nic parsed;
+    FUZZ_CHECK(parsed.ParseFromString(nic.SerializeAsString())) << "'" << ifname << "'";
+    // Every interface and value comes from an "lldp.<ifname>.<field>=<value>" line:
+    // where no byte had to be replaced, the text holds it as is.
+    const bool replaced = absl::StrContains(ifname, "?") ||
+                          absl::StrContains(neighbor.chassis_name(), "?") ||
+                          absl::StrContains(neighbor.port_id(), "?");
+    if (replaced) continue;
     FUZZ_CHECK(absl::StrContains(text, "lldp." + ifname + ".")) << "'" << ifname << "'";
     FUZZ_CHECK(absl::StrContains(text, neighbor.chassis_name()));
     FUZZ_CHECK(absl::StrContains(text, neighbor.port_id()));
