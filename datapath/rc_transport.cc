@@ -275,14 +275,6 @@ RcTransport::Stats RcTransport::stats() const {
   return out;
 }
 
-absl::Status RcTransport::CheckPeer(int peer) const {
-  if (peer < 0 || peer >= size_ || peer == rank_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank_, ": peer ", peer, " is not another rank of ", size_));
-  }
-  return absl::OkStatus();
-}
-
 RcTransport::Request* RcTransport::NewRequest(bool is_send, int peer, char* data,
                                               size_t num_bytes) {
   std::unique_ptr<Request> request;

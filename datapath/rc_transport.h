@@ -144,7 +144,6 @@ class RcTransport : public Transport {
 
   RcTransport(int rank, int size, Verbs& verbs, const RcTransportOptions& options);
   absl::Status Setup(Rendezvous& rendezvous);
-  absl::Status CheckPeer(int peer) const;
   Request* NewRequest(bool is_send, int peer, char* data, size_t num_bytes);
   char* LocalSlot(int peer, uint64_t seq) const;
   char* StagingSlot(int peer, uint64_t seq) const;

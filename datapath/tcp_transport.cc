@@ -132,14 +132,6 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
   return absl::OkStatus();
 }
 
-absl::Status TcpTransport::CheckPeer(int peer) const {
-  if (peer < 0 || peer >= size_ || peer == rank_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank_, ": peer ", peer, " is not another rank of ", size_));
-  }
-  return absl::OkStatus();
-}
-
 TcpTransport::Request* TcpTransport::NewRequest(bool is_send, int peer, char* data,
                                                 size_t num_bytes) {
   std::unique_ptr<Request> request;

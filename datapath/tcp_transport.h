@@ -119,7 +119,6 @@ class TcpTransport : public Transport {
   TcpTransport(int rank, int size, const TcpTransportOptions& options);
   absl::Status Connect(Rendezvous& rendezvous);
   Request* NewRequest(bool is_send, int peer, char* data, size_t num_bytes);
-  absl::Status CheckPeer(int peer) const;
   // Polls the sockets with pending work, waiting up to timeout_ms, and serves the
   // ready ones; true if any byte moved.
   bool PollOnce(int timeout_ms);

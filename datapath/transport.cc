@@ -1,5 +1,6 @@
 #include "datapath/transport.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace weft::datapath {
@@ -11,6 +12,14 @@ absl::Status Transport::WaitAll(absl::Span<const RequestId> ids) {
     if (first.ok() && !status.ok()) first = status;
   }
   return first;
+}
+
+absl::Status Transport::CheckPeer(int peer) const {
+  if (peer < 0 || peer >= size() || peer == rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank(), ": peer ", peer, " is not another rank of ", size()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Transport::Send(int peer, const void* data, size_t num_bytes) {

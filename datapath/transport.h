@@ -67,6 +67,10 @@ class Transport {
   // Blocking conveniences.
   absl::Status Send(int peer, const void* data, size_t num_bytes);
   absl::Status Recv(int peer, void* data, size_t num_bytes);
+
+ protected:
+  // INVALID_ARGUMENT unless `peer` is another rank of this transport's group.
+  absl::Status CheckPeer(int peer) const;
 };
 
 }  // namespace weft::datapath
