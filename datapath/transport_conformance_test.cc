@@ -33,8 +33,11 @@ class TransportConformanceTest : public ::testing::TestWithParam<std::string> {
   Job MakeJob(int size) {
     Job job;
     const std::string& kind = GetParam();
-    if (kind == "tcp") {
-      auto transports = MakeTcpTransports(size);
+    if (kind == "tcp" || kind == "tcp_cts") {
+      TcpTransportOptions options;
+      // tcp: every message eager (the default); tcp_cts: from 4 KiB, clear-to-send.
+      if (kind == "tcp_cts") options.clear_to_send_bytes = 4096;
+      auto transports = MakeTcpTransports(size, options);
       EXPECT_TRUE(transports.ok()) << transports.status();
       if (transports.ok()) job.tcp = std::move(*transports);
       return job;
@@ -181,7 +184,7 @@ TEST_P(TransportConformanceTest, RejectsBadPeersAndDoubleWaits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransports, TransportConformanceTest,
-                         ::testing::Values("tcp", "rc_busy", "rc_event", "rc_small"),
+                         ::testing::Values("tcp", "tcp_cts", "rc_busy", "rc_event", "rc_small"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
