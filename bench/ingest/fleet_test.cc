@@ -70,9 +70,17 @@ TEST_F(FleetTest, NodesRegisterStreamAndEveryBatchIsAccepted) {
   EXPECT_EQ(fleet.stats().streaming, 16);
 
   // Each node writes about one batch per 100 ms.
-  ASSERT_TRUE(Eventually([&] { return fleet.stats().batches_sent >= 16 * 8; }));
-  const std::vector<weft::v1::NodeStatus> nodes = server_->inventory().ListNodes();
-  ASSERT_EQ(nodes.size(), 16u);
+  // Rates need two batches of a node: wait for every node's, not for a fleet-wide count
+  // (the last nodes to join may lag the first by several batches on a slow machine).
+  std::vector<weft::v1::NodeStatus> nodes;
+  ASSERT_TRUE(Eventually([&] {
+    nodes = server_->inventory().ListNodes();
+    if (nodes.size() != 16u) return false;
+    for (const weft::v1::NodeStatus& node : nodes) {
+      if (node.rates().tx_gbps() <= 0) return false;
+    }
+    return fleet.stats().batches_sent >= 16 * 8;
+  }));
   for (const weft::v1::NodeStatus& node : nodes) {
     EXPECT_EQ(node.state(), weft::v1::NODE_STATE_HEALTHY) << node.info().name();
     EXPECT_EQ(node.info().nics_size(), 8);
