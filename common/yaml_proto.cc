@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,7 @@
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "google/protobuf/stubs/common.h"
 #include "proto/weft/v1/options.pb.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
@@ -580,6 +582,15 @@ class YamlMerger {
       }
       case FieldDescriptor::CPPTYPE_STRING:
         if (text.empty() && MustBeNonEmpty(field)) return fail("is empty");
+        // A proto3 string that is not UTF-8 loads but does not survive the wire: the
+        // message would fail to parse wherever it is sent or stored.
+        if (field->type() == FieldDescriptor::TYPE_STRING &&
+            !google::protobuf::internal::IsStructurallyValidUTF8(text.data(),
+                                                                 static_cast<int>(text.size()))) {
+          return Error(mark, path,
+                       absl::StrCat("value '", absl::CHexEscape(text), "' is not UTF-8"),
+                       "UTF-8 text");
+        }
         add ? r->AddString(msg, field, text) : r->SetString(msg, field, text);
         return absl::OkStatus();
       default:

@@ -18,6 +18,8 @@
 // "SIM_FAULT_PFC_STORM" all name SIM_FAULT_PFC_STORM). A null value (`key:` or `~`)
 // on a message field, or an empty document, means "no overrides"; on any other field
 // it is an error. Quoting does not change how a scalar is read ('8' is a fine integer).
+// A string field's value must be UTF-8 (proto3 strings are: anything else would not
+// survive the wire); a bytes field takes any bytes.
 // Integers are decimal only. A file holding more than one YAML document is refused.
 // Proto map fields are not supported and are rejected when they appear.
 //

@@ -490,6 +490,7 @@ constexpr char kTestSchema[] = R"pb(
       type: TYPE_ENUM
       type_name: ".weft.test.Color"
     }
+    field { name: "raw" number: 18 type: TYPE_BYTES }
     nested_type {
       name: "AttrsEntry"
       field { name: "key" number: 1 type: TYPE_STRING }
@@ -598,6 +599,14 @@ TEST_F(DynamicSchemaTest, EveryScalarType) {
             "color: COLOR_DARK_RED");
   EXPECT_EQ(Merge("i32: +7\ni64: 9223372036854775807\nflag: FALSE\nd: 10\n"),
             "i32: 7 i64: 9223372036854775807 d: 10");
+}
+
+// Strings must be UTF-8 (or they would not survive the wire); bytes take any bytes.
+TEST_F(DynamicSchemaTest, StringsAreUtf8BytesAreAnything) {
+  EXPECT_EQ(Merge("s: \"gr\xc3\xbcn\"\n"), "s: \"gr\\303\\274n\"");
+  EXPECT_EQ(Merge("s: cont\xb2ol\n"),
+            "t.yaml:1:4: field 's': value 'cont\\xb2ol' is not UTF-8; accepted: UTF-8 text");
+  EXPECT_EQ(Merge("raw: cont\xb2ol\n"), "raw: \"cont\\262ol\"");
 }
 
 TEST_F(DynamicSchemaTest, EnumWithoutCommonPrefix) {
