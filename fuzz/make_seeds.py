@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora under fuzz/corpus/<target>/ from the project's own examples:
-deploy/examples/*.yaml, the sysfs values of tests/fixtures/*.tree, lldpcli output as
-lldpd prints it, ethtool string tables as mlx5 fills them, and placement/admin requests
-encoded with protoc. Run from the repository root after changing any of those; the
+deploy/examples/*.yaml (the daemon configs; the QoS/DCQCN policy and variants of it),
+the sysfs values of tests/fixtures/*.tree, lldpcli output as lldpd prints it, ethtool
+string tables as mlx5 fills them, and placement/admin requests encoded with protoc. Run from the repository root after changing any of those; the
 output is committed. Crash reproducers (crash-*) that fuzzing found are kept as they are.
 """
 import glob
@@ -46,6 +46,49 @@ def config_seeds():
     write("agent_config_fuzzer", "linux.yaml",
           "node_name: gpu-b07\nbackend: linux\nlinux:\n  root: /\n  include_devices: [mlx5_0, mlx5_1]\n  exclude_netdevs: [eno1]\n")
     write("agent_config_fuzzer", "two_documents.yaml", "node_name: a\n---\nnode_name: b\n")
+
+
+MINIMAL_POLICY = """qos:
+  trust: dscp
+  classes:
+    - {name: training, dscp: 26, priority: 3, lossless: true, roce: true}
+    - {name: cnp, dscp: 48, priority: 6, cnp: true}
+  traffic_classes:
+    - {tc: 0, priorities: [0, 1, 2, 4, 5, 7], tsa: ets, bandwidth_percent: 50}
+    - {tc: 3, priorities: [3], tsa: ets, bandwidth_percent: 50}
+    - {tc: 6, priorities: [6], tsa: strict}
+"""
+
+
+def policy_seeds():
+    target = "policy_fuzzer"
+    with open(os.path.join(ROOT, "deploy", "examples", "policy.yaml")) as f:
+        example = f.read()
+    write(target, "example.yaml", example)
+    bare = "\n".join(l for l in example.splitlines() if l.strip() and not l.lstrip().startswith("#"))
+    write(target, "example_bare.yaml", bare + "\n")
+    write(target, "empty.yaml", "")
+    write(target, "minimal.yaml", MINIMAL_POLICY)
+    write(target, "pcp_trust.yaml", MINIMAL_POLICY.replace("trust: dscp", "trust: pcp"))
+    write(target, "profiles.yaml", MINIMAL_POLICY +
+          "dcqcn:\n  default_profile: fast\n  profiles:\n"
+          "    - {name: fast, params: {rp_ai_rate: 20, rp_hai_rate: 200, np_cnp_dscp: 48}}\n"
+          "    - {name: slow, params: {rp_enabled_priorities: [3], np_enabled_priorities: [3]}}\n"
+          "  assignments:\n    - {profile: slow, racks: [rack-1], nodes: [gpu-001]}\n"
+          "rollout: {canary_per_rack: 0, canary_share: 0.1, kpis: {sustain_s: 30}}\n")
+    # Refused: only strict TCs listed (the unlisted ones are ETS at 0%, summing to 0),
+    # ETS shares summing to 90, a lossless CNP class, an unknown profile, an np_cnp_dscp
+    # that is not the CNP class's, a key that is not in the schema.
+    write(target, "all_strict.yaml", MINIMAL_POLICY.replace(
+        "tsa: ets, bandwidth_percent: 50", "tsa: strict"))
+    write(target, "ets_sum_90.yaml", MINIMAL_POLICY.replace("bandwidth_percent: 50}\n    - {tc: 6",
+                                                            "bandwidth_percent: 40}\n    - {tc: 6"))
+    write(target, "cnp_lossless.yaml", MINIMAL_POLICY.replace("cnp: true}", "cnp: true, lossless: true}"))
+    write(target, "unknown_profile.yaml", MINIMAL_POLICY +
+          "dcqcn:\n  assignments:\n    - {profile: gentle, pods: [pod-9]}\n")
+    write(target, "np_cnp_mismatch.yaml", MINIMAL_POLICY +
+          "dcqcn:\n  profiles:\n    - {name: default, params: {np_cnp_dscp: 46, rp_gd: 16}}\n")
+    write(target, "unknown_key.yaml", MINIMAL_POLICY + "rollout:\n  canary: 3\n")
 
 
 def sysfs_seeds():
@@ -176,6 +219,7 @@ def request_seeds():
 
 if __name__ == "__main__":
     config_seeds()
+    policy_seeds()
     sysfs_seeds()
     ethtool_seeds()
     lldp_seeds()
