@@ -20,6 +20,8 @@ namespace {
 
 constexpr absl::string_view kControllerContext = "controller config";
 constexpr absl::string_view kAgentContext = "agent config";
+// Renewed certificates are picked up within a minute (security/credentials.h).
+constexpr uint32_t kTlsRefreshIntervalS = 60;
 
 template <typename Config>
 absl::StatusOr<Config> LoadOver(Config config, absl::string_view path) {
@@ -100,6 +102,7 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   // No TLS files and not insecure: plaintext, accepted only because the default
   // listen_address is loopback (ValidateTransport). deploy/examples turns TLS on.
   config.mutable_tls()->Clear();
+  config.mutable_tls()->set_refresh_interval_s(kTlsRefreshIntervalS);
   config.set_insecure(false);
   config.set_tokens_file("");
   weft::v1::HealthConfig* health = config.mutable_health();
@@ -134,6 +137,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_job_socket("/run/weft/agent.sock");
   // Plaintext to the loopback default controller_address; see ValidateTransport.
   config.mutable_tls()->Clear();
+  config.mutable_tls()->set_refresh_interval_s(kTlsRefreshIntervalS);
   config.set_insecure(false);
   config.set_interval_ms(1000);
   config.set_backend("simulated");

@@ -262,7 +262,13 @@ TEST(DaemonConfigTest, AgentEndpointsMustDifferUnlessDisabled) {
 // deploy/examples/: documented, complete, and exactly the defaults.
 
 // The examples turn mTLS on (deploy/ never runs plaintext); everything else is the
-// defaults.
+// defaults (the refresh interval included).
+void ClearTlsFiles(weft::v1::TlsConfig* tls) {
+  tls->clear_cert_file();
+  tls->clear_key_file();
+  tls->clear_ca_file();
+}
+
 TEST(ExampleConfigTest, ControllerExampleIsTheDefaultsPlusTls) {
   absl::StatusOr<ControllerConfig> config = LoadControllerConfig(kControllerExample);
   ASSERT_TRUE(config.ok()) << config.status();
@@ -271,7 +277,7 @@ TEST(ExampleConfigTest, ControllerExampleIsTheDefaultsPlusTls) {
   EXPECT_EQ(config->tls().ca_file(), "/etc/weft/pki/ca.crt");
   EXPECT_FALSE(config->insecure());
   ControllerConfig without_tls = *config;
-  without_tls.mutable_tls()->Clear();
+  ClearTlsFiles(without_tls.mutable_tls());
   without_tls.clear_tokens_file();
   EXPECT_EQ(without_tls.DebugString(), DefaultControllerConfig().DebugString());
 }
@@ -289,7 +295,7 @@ TEST(ExampleConfigTest, AgentExampleIsTheDefaultsPlusIdentity) {
   without_identity.clear_node_name();
   without_identity.clear_rack();
   without_identity.clear_pod();
-  without_identity.mutable_tls()->Clear();
+  ClearTlsFiles(without_identity.mutable_tls());
   EXPECT_EQ(without_identity.DebugString(), DefaultAgentConfig().DebugString());
 }
 

@@ -9,11 +9,15 @@
 #include <memory>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_certificate_verifier.h"
+#include "grpcpp/security/tls_credentials_options.h"
 
 namespace weft::security {
 namespace {
@@ -68,6 +72,34 @@ absl::Status CheckValidNow(absl::string_view field, const std::string& path,
   return absl::OkStatus();
 }
 
+// What gRPC hands every new handshake: the files re-read every refresh_interval_s
+// (FileWatcherCertificateProvider keeps the last good pair when a key and certificate
+// do not match, e.g. halfway through a renewal), or the PEM text read now when it is 0.
+std::shared_ptr<grpc::experimental::CertificateProviderInterface> MakeProvider(
+    const weft::v1::TlsConfig& tls, const std::string& roots,
+    const std::vector<grpc::experimental::IdentityKeyCertPair>& identity) {
+  if (tls.refresh_interval_s() == 0) {
+    return std::make_shared<grpc::experimental::StaticDataCertificateProvider>(roots, identity);
+  }
+  if (identity.empty()) {
+    return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+        tls.ca_file(), tls.refresh_interval_s());
+  }
+  return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key_file(), tls.cert_file(), tls.ca_file(), tls.refresh_interval_s());
+}
+
+// This end's certificate chain and key, checked now so that a bad file fails at start
+// with its name rather than at the first handshake.
+absl::StatusOr<grpc::experimental::IdentityKeyCertPair> ReadIdentity(
+    const weft::v1::TlsConfig& tls) {
+  grpc::experimental::IdentityKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.certificate_chain, ReadPem("cert_file", tls.cert_file()));
+  RETURN_IF_ERROR(CheckValidNow("cert_file", tls.cert_file(), pair.certificate_chain));
+  ASSIGN_OR_RETURN(pair.private_key, ReadPem("key_file", tls.key_file()));
+  return pair;
+}
+
 }  // namespace
 
 bool TlsEnabled(const weft::v1::TlsConfig& tls) {
@@ -77,16 +109,17 @@ bool TlsEnabled(const weft::v1::TlsConfig& tls) {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const weft::v1::TlsConfig& tls, std::shared_ptr<grpc::AuthMetadataProcessor> processor) {
   if (!TlsEnabled(tls)) return grpc::InsecureServerCredentials();
+  ASSIGN_OR_RETURN(const std::string roots, ReadPem("ca_file", tls.ca_file()));
+  ASSIGN_OR_RETURN(grpc::experimental::IdentityKeyCertPair identity, ReadIdentity(tls));
+  grpc::experimental::TlsServerCredentialsOptions options(
+      MakeProvider(tls, roots, {std::move(identity)}));
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
   // Presented certificates are verified; absent ones are allowed so that token
   // holders can connect, and the processor refuses what needs a certificate.
-  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
-  ASSIGN_OR_RETURN(options.pem_root_certs, ReadPem("ca_file", tls.ca_file()));
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  ASSIGN_OR_RETURN(pair.private_key, ReadPem("key_file", tls.key_file()));
-  ASSIGN_OR_RETURN(pair.cert_chain, ReadPem("cert_file", tls.cert_file()));
-  RETURN_IF_ERROR(CheckValidNow("cert_file", tls.cert_file(), pair.cert_chain));
-  options.pem_key_cert_pairs.push_back(std::move(pair));
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::SslServerCredentials(options);
+  options.set_cert_request_type(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::experimental::TlsServerCredentials(options);
   credentials->SetAuthMetadataProcessor(std::move(processor));
   return credentials;
 }
@@ -108,14 +141,22 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
     return absl::InvalidArgumentError(
         "tls.cert_file and tls.key_file go together: set both or neither");
   }
-  grpc::SslCredentialsOptions options;
-  ASSIGN_OR_RETURN(options.pem_root_certs, ReadPem("ca_file", tls.ca_file()));
+  ASSIGN_OR_RETURN(const std::string roots, ReadPem("ca_file", tls.ca_file()));
+  std::vector<grpc::experimental::IdentityKeyCertPair> identity;
   if (!tls.cert_file().empty()) {
-    ASSIGN_OR_RETURN(options.pem_cert_chain, ReadPem("cert_file", tls.cert_file()));
-    RETURN_IF_ERROR(CheckValidNow("cert_file", tls.cert_file(), options.pem_cert_chain));
-    ASSIGN_OR_RETURN(options.pem_private_key, ReadPem("key_file", tls.key_file()));
+    ASSIGN_OR_RETURN(grpc::experimental::IdentityKeyCertPair pair, ReadIdentity(tls));
+    identity.push_back(std::move(pair));
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::SslCredentials(options);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(MakeProvider(tls, roots, identity));
+  options.watch_root_certs();
+  if (!identity.empty()) options.watch_identity_key_cert_pairs();
+  // The controller's certificate must chain to the CA and name the dialled host.
+  options.set_verify_server_certs(true);
+  options.set_certificate_verifier(
+      std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::experimental::TlsCredentials(options);
   if (bearer_token.empty()) return credentials;
   return grpc::CompositeChannelCredentials(
       credentials, grpc::AccessTokenCredentials(std::string(bearer_token)));

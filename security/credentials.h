@@ -9,6 +9,14 @@
 // and cover the dialled host (SAN); the client's own certificate is optional for
 // weftctl (a token may stand in) and required for agents (config validation).
 //
+// Renewal: with tls.refresh_interval_s above 0 (the daemons' default is 60) gRPC's
+// FileWatcherCertificateProvider re-reads the three files that often, so a renewed
+// certificate, key or CA is used by every handshake after the next refresh, without a
+// restart; connections already open keep the certificates they were made with. A key
+// that does not match its certificate (a renewal written halfway) is ignored until it
+// does; the files are checked (readable, PEM, within validity) only when the
+// credentials are made. 0 reads the files once (weftctl, one call per run).
+//
 // Functions read files and are thread-safe.
 #ifndef WEFT_SECURITY_CREDENTIALS_H_
 #define WEFT_SECURITY_CREDENTIALS_H_
