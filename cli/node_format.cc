@@ -72,6 +72,12 @@ std::string DrainSourceName(weft::v1::DrainSource source) {
   }
 }
 
+// "operator dev-alice", "auto", "operator" (no identity recorded).
+std::string DrainerName(weft::v1::DrainSource source, const std::string& who) {
+  if (who.empty()) return DrainSourceName(source);
+  return absl::StrCat(DrainSourceName(source), " ", who);
+}
+
 std::string EventCell(const weft::v1::Event& event) {
   switch (event.kind()) {
     case weft::v1::EVENT_KIND_REGISTERED:
@@ -80,9 +86,9 @@ std::string EventCell(const weft::v1::Event& event) {
       return absl::StrCat(NodeStateName(event.from_state()), " -> ",
                           NodeStateName(event.to_state()));
     case weft::v1::EVENT_KIND_DRAINED:
-      return absl::StrCat("drained by ", DrainSourceName(event.drained_by()));
+      return absl::StrCat("drained by ", DrainerName(event.drained_by(), event.who()));
     case weft::v1::EVENT_KIND_UNDRAINED:
-      return absl::StrCat("undrained by ", DrainSourceName(event.drained_by()));
+      return absl::StrCat("undrained by ", DrainerName(event.drained_by(), event.who()));
     case weft::v1::EVENT_KIND_RULE_FIRED:
       return absl::StrCat("fired ", event.finding().rule());
     case weft::v1::EVENT_KIND_RULE_CLEARED:
@@ -161,7 +167,7 @@ std::string FormatNodeDetail(const NodeStatus& node) {
   }
   if (!node.drain_reason().empty()) {
     absl::StrAppend(&out, "Drained:   ", node.drain_reason(), " (by ",
-                    DrainSourceName(node.drained_by()), ")\n");
+                    DrainerName(node.drained_by(), node.drained_who()), ")\n");
   }
   absl::StrAppend(&out, "Agent:     ", info.agent_version(), "  session epoch ",
                   node.session_epoch(), "\n");

@@ -169,6 +169,12 @@ TEST(NodeFormatTest, DetailShowsFindingsWithNumbersAndWhoDrained) {
               HasSubstr("mlx5_0/1  0.97   0.5        2026-11-30T06:00:00.000Z  "
                         "pfc_pause_storm detail"));
 
+  // An operator's drain names the operator's authenticated identity.
+  node.set_drain_reason("optics");
+  node.set_drained_by(weft::v1::DRAIN_SOURCE_OPERATOR);
+  node.set_drained_who("dev-operator");
+  EXPECT_THAT(FormatNodeDetail(node), HasSubstr("Drained:   optics (by operator dev-operator)"));
+
   // A healthy node has no findings table and no separate health line.
   const std::string healthy =
       FormatNodeDetail(MakeNode("gpu-2", "rack-a", weft::v1::NODE_STATE_HEALTHY));
@@ -203,6 +209,7 @@ TEST(NodeFormatTest, EventsTableOnePerLineWithWhoAndNumbers) {
   undrained->set_node("gpu-a01");
   undrained->set_kind(weft::v1::EVENT_KIND_UNDRAINED);
   undrained->set_drained_by(weft::v1::DRAIN_SOURCE_OPERATOR);
+  undrained->set_who("dev-operator");
 
   const std::string table = FormatEventsTable(response);
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 5);
@@ -210,7 +217,7 @@ TEST(NodeFormatTest, EventsTableOnePerLineWithWhoAndNumbers) {
   EXPECT_THAT(table, HasSubstr("rx+tx pause 97.0% (threshold 50.0%)"));
   EXPECT_THAT(table, HasSubstr("HEALTHY -> DEGRADED"));
   EXPECT_THAT(table, HasSubstr("drained by auto"));
-  EXPECT_THAT(table, HasSubstr("undrained by operator"));
+  EXPECT_THAT(table, HasSubstr("undrained by operator dev-operator"));
   EXPECT_THAT(table, Not(HasSubstr("may be missing")));
 
   response.set_truncated(true);

@@ -67,6 +67,7 @@ std::string FormatRolloutStatus(const weft::v1::Rollout& rollout, absl::Time now
                     "; weftctl rollout resume continues\n");
   }
   absl::StrAppend(&out, "source ", rollout.source().empty() ? "-" : rollout.source(),
+                  rollout.started_by().empty() ? "" : ", started by ", rollout.started_by(),
                   "; last good version ",
                   rollout.has_previous_policy() ? absl::StrCat(rollout.previous_version())
                                                 : std::string("none (firmware defaults)"),

@@ -22,6 +22,7 @@ weft::v1::Rollout Baking() {
   r.set_previous_version(1);
   r.mutable_previous_policy();
   r.set_source("policy.yaml");
+  r.set_started_by("dev-admin");
   r.set_phase(weft::v1::ROLLOUT_PHASE_BAKING);
   r.set_phase_since_us(Us(absl::Seconds(10)));
   r.mutable_policy()->mutable_rollout()->set_bake_s(60);
@@ -56,7 +57,8 @@ TEST(FormatRolloutStatusTest, ShowsStepsKpisAndEvents) {
   const std::string text = FormatRolloutStatus(Baking(), kT0 + absl::Seconds(25));
   EXPECT_THAT(text, HasSubstr("rollout rollout-3  version 3  phase BAKING since "
                               "2027-01-15T08:00:10Z"));
-  EXPECT_THAT(text, HasSubstr("last good version 1; a rollback sends version 4"));
+  EXPECT_THAT(text, HasSubstr("source policy.yaml, started by dev-admin; last good version 1; "
+                              "a rollback sends version 4"));
   EXPECT_THAT(text, HasSubstr("canary *  3      3      0       0          baking 15/60 s"));
   EXPECT_THAT(text, HasSubstr("wave 1    1      0      0       0          not started"));
   EXPECT_THAT(text, HasSubstr("3 changed nodes against unchanged nodes (1)"));

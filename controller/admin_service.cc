@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "controller/grpc_status.h"
+#include "security/server_auth.h"
 
 namespace weft::controller {
 namespace {
@@ -55,10 +56,13 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DrainNode(
   if (absl::Status s = RequireName("DrainNode", request->name()); !s.ok()) {
     return FinishWith(context, s);
   }
+  absl::StatusOr<security::Principal> caller =
+      security::AuthenticateCall(*context, tokens_.get());
+  if (!caller.ok()) return FinishWith(context, caller.status());
   absl::StatusOr<weft::v1::NodeStatus> node =
-      inventory_->Drain(request->name(), request->reason());
+      inventory_->Drain(request->name(), request->reason(), caller->name);
   if (node.ok()) {
-    WEFT_LOG(INFO) << "drain requested node=" << request->name()
+    WEFT_LOG(INFO) << "drain requested node=" << request->name() << " who=" << caller->name
                    << " peer=" << context->peer() << " reason=\"" << node->drain_reason()
                    << "\"";
     *response->mutable_node() = *std::move(node);
@@ -72,9 +76,12 @@ grpc::ServerUnaryReactor* AdminServiceImpl::UndrainNode(
   if (absl::Status s = RequireName("UndrainNode", request->name()); !s.ok()) {
     return FinishWith(context, s);
   }
-  absl::StatusOr<weft::v1::NodeStatus> node = inventory_->Undrain(request->name());
+  absl::StatusOr<security::Principal> caller =
+      security::AuthenticateCall(*context, tokens_.get());
+  if (!caller.ok()) return FinishWith(context, caller.status());
+  absl::StatusOr<weft::v1::NodeStatus> node = inventory_->Undrain(request->name(), caller->name);
   if (node.ok()) {
-    WEFT_LOG(INFO) << "undrain requested node=" << request->name()
+    WEFT_LOG(INFO) << "undrain requested node=" << request->name() << " who=" << caller->name
                    << " peer=" << context->peer();
     *response->mutable_node() = *std::move(node);
   }

@@ -6,9 +6,15 @@
 // node that is not drained, INVALID_ARGUMENT for a missing name) into the RPC's.
 // Handlers never block beyond the inventory's short mutex, except drain and undrain,
 // which wait for the store's commit, and ListAudit, which reads the audit log (store/).
+// A drain and an undrain are recorded under the caller's authenticated identity
+// (security::AuthenticateCall: certificate CN or token name, "anonymous" on a
+// plaintext listener), in the node's drained_who and the event's who.
 // Thread-safe.
 #ifndef WEFT_CONTROLLER_ADMIN_SERVICE_H_
 #define WEFT_CONTROLLER_ADMIN_SERVICE_H_
+
+#include <memory>
+#include <utility>
 
 #include "common/clock.h"
 #include "controller/audit_log.h"
@@ -16,6 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/admin.pb.h"
+#include "security/tokens.h"
 
 namespace weft::controller {
 
@@ -25,6 +32,12 @@ class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
   // (ListAudit answers UNIMPLEMENTED without them).
   explicit AdminServiceImpl(Inventory* inventory, AuditLog* audit_log = nullptr,
                             const Clock* clock = nullptr);
+
+  // The bearer tokens the controller accepts, to name a token's holder; none (the
+  // default) names certificate holders only. Call before the server serves.
+  void SetTokens(std::shared_ptr<const security::TokenTable> tokens) {
+    tokens_ = std::move(tokens);
+  }
 
   AdminServiceImpl(const AdminServiceImpl&) = delete;
   AdminServiceImpl& operator=(const AdminServiceImpl&) = delete;
@@ -55,6 +68,7 @@ class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
   Inventory* const inventory_;
   AuditLog* const audit_log_;
   const Clock* const clock_;
+  std::shared_ptr<const security::TokenTable> tokens_;
 };
 
 }  // namespace weft::controller

@@ -2,15 +2,21 @@
 // to the Inventory and its errors arrive with the right code and message.
 #include "controller/admin_service.h"
 
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "common/clock.h"
 #include "common/fake_clock.h"
 #include "controller/controller_metrics.h"
 #include "controller/inventory.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "security/credentials.h"
+#include "security/server_auth.h"
+#include "security/test_pki.h"
 
 namespace weft::controller {
 namespace {
@@ -27,17 +33,20 @@ weft::v1::NodeInfo MakeNode(const std::string& name, const std::string& rack) {
 
 class AdminServiceTest : public ::testing::Test {
  protected:
-  AdminServiceTest()
+  AdminServiceTest() : AdminServiceTest(grpc::InsecureServerCredentials()) {
+    Connect(grpc::InsecureChannelCredentials());
+  }
+  // Serves with `credentials`, naming token holders from `tokens`; call Connect.
+  explicit AdminServiceTest(std::shared_ptr<grpc::ServerCredentials> credentials,
+                            std::shared_ptr<const security::TokenTable> tokens = nullptr)
       : metrics_(registry_), inventory_(&clock_, InventoryOptions{}, &metrics_),
         service_(&inventory_, &audit_, &clock_) {
+    service_.SetTokens(std::move(tokens));
     grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
     EXPECT_NE(server_, nullptr);
-    stub_ = weft::v1::AdminService::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
     EXPECT_TRUE(inventory_.Register(MakeNode("n2", "r2"), 0).ok());
     EXPECT_TRUE(inventory_.Register(MakeNode("n1", "r1"), 0).ok());
     EXPECT_TRUE(inventory_.Register(MakeNode("n3", "r1"), 0).ok());
@@ -45,12 +54,19 @@ class AdminServiceTest : public ::testing::Test {
 
   ~AdminServiceTest() override { server_->Shutdown(); }
 
+  // The stub talks over a channel with `credentials` from now on.
+  void Connect(std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    stub_ = weft::v1::AdminService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), credentials));
+  }
+
   FakeClock clock_;
   prometheus::Registry registry_;
   ControllerMetrics metrics_;
   Inventory inventory_;
   AuditLog audit_{nullptr};
   AdminServiceImpl service_;
+  int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<weft::v1::AdminService::Stub> stub_;
 };
@@ -120,6 +136,8 @@ TEST_F(AdminServiceTest, DrainAndUndrain) {
     ASSERT_TRUE(stub_->DrainNode(&context, request, &response).ok());
     EXPECT_EQ(response.node().state(), weft::v1::NODE_STATE_DRAINED);
     EXPECT_EQ(response.node().drain_reason(), "swap NIC");
+    // A plaintext listener authenticates no one.
+    EXPECT_EQ(response.node().drained_who(), "anonymous");
   }
   {
     grpc::ClientContext context;
@@ -252,6 +270,89 @@ TEST_F(AdminServiceTest, ListAuditFiltersByWindowWhoAndMethod) {
   const grpc::Status bad = stub_->ListAudit(&context, request, &response);
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(bad.error_message().find("since_us -1"), std::string::npos);
+}
+
+// Under mTLS a drain is recorded under the caller's certificate CN or token name.
+class AdminIdentityTest : public AdminServiceTest {
+ protected:
+  static void SetUpTestSuite() {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    absl::StatusOr<security::TestPki> pki =
+        security::TestPki::Mint(std::string(tmp != nullptr ? tmp : "/tmp") + "/pki");
+    ASSERT_TRUE(pki.ok()) << pki.status();
+    pki_ = new security::TestPki(*std::move(pki));
+  }
+
+  AdminIdentityTest() : AdminServiceTest(ServerCredentials(), pki_->Tokens()) {}
+
+  static std::shared_ptr<grpc::ServerCredentials> ServerCredentials() {
+    static RealClock clock;
+    auto credentials = security::MakeServerCredentials(
+        pki_->ServerTls(), std::make_shared<security::AuthProcessor>(pki_->Tokens(), &clock,
+                                                                      nullptr));
+    EXPECT_TRUE(credentials.ok()) << credentials.status();
+    return credentials.ok() ? *credentials : grpc::InsecureServerCredentials();
+  }
+
+  // Connects presenting `cert` ("" none) and, when `token_role` is set, that role's token.
+  void ConnectAs(const std::string& cert, const std::string& token_role = "") {
+    auto credentials = security::MakeChannelCredentials(
+        pki_->ClientTls(cert), token_role.empty() ? "" : pki_->Token(token_role));
+    ASSERT_TRUE(credentials.ok()) << credentials.status();
+    Connect(*credentials);
+  }
+
+  grpc::Status Drain(const std::string& node) {
+    grpc::ClientContext context;
+    weft::v1::DrainNodeRequest request;
+    request.set_name(node);
+    request.set_reason("optics");
+    weft::v1::DrainNodeResponse response;
+    return stub_->DrainNode(&context, request, &response);
+  }
+
+  grpc::Status Undrain(const std::string& node) {
+    grpc::ClientContext context;
+    weft::v1::UndrainNodeRequest request;
+    request.set_name(node);
+    weft::v1::UndrainNodeResponse response;
+    return stub_->UndrainNode(&context, request, &response);
+  }
+
+  // The newest event of `node`.
+  weft::v1::Event LastEvent(const std::string& node) {
+    weft::v1::ListEventsRequest request;
+    request.set_node(node);
+    weft::v1::ListEventsResponse events = inventory_.ListEvents(request);
+    return events.events().empty() ? weft::v1::Event() : *events.events().rbegin();
+  }
+
+  static security::TestPki* pki_;
+};
+
+security::TestPki* AdminIdentityTest::pki_ = nullptr;
+
+TEST_F(AdminIdentityTest, DrainAndUndrainRecordTheCertificatesName) {
+  ConnectAs("operator");
+  ASSERT_TRUE(Drain("n1").ok());
+  EXPECT_EQ(inventory_.GetNode("n1")->drained_who(), "dev-operator");
+  EXPECT_EQ(LastEvent("n1").who(), "dev-operator");
+  ConnectAs("admin");
+  ASSERT_TRUE(Undrain("n1").ok());
+  const weft::v1::Event undrained = LastEvent("n1");
+  EXPECT_EQ(undrained.kind(), weft::v1::EVENT_KIND_UNDRAINED);
+  EXPECT_EQ(undrained.who(), "dev-admin");
+  EXPECT_EQ(inventory_.GetNode("n1")->drained_who(), "");
+}
+
+TEST_F(AdminIdentityTest, ATokenNamesItsHolderOverTheConnectionsCertificate) {
+  ConnectAs("operator", "admin");
+  ASSERT_TRUE(Drain("n2").ok());
+  EXPECT_EQ(inventory_.GetNode("n2")->drained_who(), "dev-admin");
+  // A viewer never gets to the handler.
+  ConnectAs("viewer");
+  EXPECT_EQ(Drain("n3").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(inventory_.GetNode("n3")->state(), weft::v1::NODE_STATE_HEALTHY);
 }
 
 }  // namespace

@@ -96,7 +96,8 @@ absl::Status ControllerServer::Start() {
                                                rollout_store_.get(), &rollout_metrics_, clock_);
   RETURN_IF_ERROR(rollouts_->Recover());
   if (!config_.policy_file().empty()) rollouts_->WatchPolicyFile(config_.policy_file());
-  rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get());
+  rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get(), tokens);
+  admin_service_.SetTokens(tokens);
   desired_state_.SetSender([this](const std::string& node, weft::v1::ControllerMessage m) {
     return agent_service_.SendToNode(node, std::move(m));
   });

@@ -510,6 +510,7 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Drain(absl::string_view name,
   weft::v1::Event event = MakeEvent(weft::v1::EVENT_KIND_DRAINED, name, clock_->Now(),
                                     stored_reason);
   event.set_drained_by(weft::v1::DRAIN_SOURCE_OPERATOR);
+  event.set_who(std::string(who));
   event.set_from_state(before);
   event.set_to_state(weft::v1::NODE_STATE_DRAINED);
   if (node.drained) {
@@ -533,7 +534,8 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Drain(absl::string_view name,
   return StatusOf(node);
 }
 
-absl::StatusOr<weft::v1::NodeStatus> Inventory::Undrain(absl::string_view name) {
+absl::StatusOr<weft::v1::NodeStatus> Inventory::Undrain(absl::string_view name,
+                                                        absl::string_view who) {
   absl::MutexLock lock(&mu_);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
@@ -567,6 +569,7 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Undrain(absl::string_view name) 
       drained_by == weft::v1::DRAIN_SOURCE_AUTO ? "undrained by an operator (was auto-drained)"
                                                 : "undrained by an operator");
   event.set_drained_by(weft::v1::DRAIN_SOURCE_OPERATOR);
+  event.set_who(std::string(who));
   event.set_from_state(before);
   event.set_to_state(StateOf(node));
   events_.Append(std::move(event));
@@ -584,6 +587,7 @@ weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
   status.set_session_epoch(node.epoch);
   status.set_health(node.health.state());
   status.set_drained_by(node.drained_by);
+  status.set_drained_who(node.drained_who);
   for (const NicState& nic : node.nics) {
     weft::v1::NicStatus* nic_status = status.add_nics();
     *nic_status->mutable_nic() = nic.nic;

@@ -168,10 +168,12 @@ class Inventory {
   absl::StatusOr<weft::v1::NodeStatus> Drain(absl::string_view node,
                                              absl::string_view reason,
                                              absl::string_view who = "");
-  // An operator returns a drained node (whoever drained it) to its liveness and
-  // health state. NOT_FOUND for an unknown node; FAILED_PRECONDITION when the node
-  // is not drained; the store's error (nothing changed) when it cannot be committed.
-  absl::StatusOr<weft::v1::NodeStatus> Undrain(absl::string_view node);
+  // An operator (`who`, as for Drain: the event names it) returns a drained node
+  // (whoever drained it) to its liveness and health state. NOT_FOUND for an unknown
+  // node; FAILED_PRECONDITION when the node is not drained; the store's error (nothing
+  // changed) when it cannot be committed.
+  absl::StatusOr<weft::v1::NodeStatus> Undrain(absl::string_view node,
+                                               absl::string_view who = "");
 
   // NOT_FOUND names an unknown node.
   absl::StatusOr<weft::v1::NodeStatus> GetNode(absl::string_view node) const;

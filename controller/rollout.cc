@@ -249,6 +249,11 @@ RolloutActions AdvanceRollback(Rollout& rollout, const std::vector<FleetNode>& f
   return actions;
 }
 
+// "by alice", or "by hand" when the caller is not known.
+std::string ByWhom(absl::string_view who) {
+  return who.empty() ? "by hand" : absl::StrCat("by ", who);
+}
+
 }  // namespace
 
 bool IsTerminal(RolloutPhase phase) {
@@ -382,7 +387,7 @@ RolloutActions StartRollback(Rollout& rollout, absl::string_view reason, absl::T
   return actions;
 }
 
-absl::Status PauseRollout(Rollout& rollout, absl::Time now) {
+absl::Status PauseRollout(Rollout& rollout, absl::Time now, absl::string_view who) {
   const RolloutPhase phase = rollout.phase();
   if (phase != weft::v1::ROLLOUT_PHASE_CANARY && phase != weft::v1::ROLLOUT_PHASE_BAKING &&
       phase != weft::v1::ROLLOUT_PHASE_WAVE) {
@@ -392,11 +397,11 @@ absl::Status PauseRollout(Rollout& rollout, absl::Time now) {
   }
   rollout.set_paused_phase(phase);
   SetPhase(rollout, weft::v1::ROLLOUT_PHASE_PAUSED, now);
-  Note(rollout, now, absl::StrCat("paused by hand in ", RolloutPhaseName(phase)));
+  Note(rollout, now, absl::StrCat("paused ", ByWhom(who), " in ", RolloutPhaseName(phase)));
   return absl::OkStatus();
 }
 
-absl::Status ResumeRollout(Rollout& rollout, absl::Time now) {
+absl::Status ResumeRollout(Rollout& rollout, absl::Time now, absl::string_view who) {
   if (rollout.phase() != weft::v1::ROLLOUT_PHASE_PAUSED) {
     return absl::FailedPreconditionError(absl::StrCat(
         "rollout ", rollout.id(), " is ", RolloutPhaseName(rollout.phase()), ", not PAUSED"));
@@ -409,21 +414,22 @@ absl::Status ResumeRollout(Rollout& rollout, absl::Time now) {
     rollout.mutable_steps(rollout.current_step())->set_applied_us(ToUs(now));
     rollout.set_regression_since_us(0);
   }
-  Note(rollout, now, absl::StrCat("resumed by hand in ", RolloutPhaseName(back)));
+  Note(rollout, now, absl::StrCat("resumed ", ByWhom(who), " in ", RolloutPhaseName(back)));
   return absl::OkStatus();
 }
 
 absl::StatusOr<RolloutActions> AbortRollout(Rollout& rollout, absl::string_view reason,
-                                            absl::Time now) {
+                                            absl::Time now, absl::string_view who) {
   if (IsTerminal(rollout.phase()) || rollout.phase() == weft::v1::ROLLOUT_PHASE_ROLLING_BACK) {
     return absl::FailedPreconditionError(
         absl::StrCat("rollout ", rollout.id(), " is ", RolloutPhaseName(rollout.phase()),
                      "; there is nothing to abort"));
   }
   rollout.set_aborted(true);
-  return StartRollback(
-      rollout, absl::StrCat("aborted by hand: ", reason.empty() ? "no reason given" : reason),
-      now);
+  return StartRollback(rollout,
+                       absl::StrCat("aborted ", ByWhom(who), ": ",
+                                    reason.empty() ? "no reason given" : reason),
+                       now);
 }
 
 weft::v1::KpiJudgement JudgeKpis(const Rollout& rollout, const std::vector<FleetNode>& fleet,

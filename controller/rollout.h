@@ -80,13 +80,16 @@ absl::StatusOr<weft::v1::Rollout> PlanRollout(std::string id, const weft::v1::Po
 RolloutActions AdvanceRollout(weft::v1::Rollout& rollout, const std::vector<FleetNode>& fleet,
                               absl::Time now);
 
-// Operator actions. FAILED_PRECONDITION naming the phase when they do not apply:
-// pause needs CANARY, BAKING or WAVE; resume needs PAUSED; abort needs a phase that is
-// not terminal (and not already rolling back).
-absl::Status PauseRollout(weft::v1::Rollout& rollout, absl::Time now);
-absl::Status ResumeRollout(weft::v1::Rollout& rollout, absl::Time now);
+// Operator actions, noted in the history with `who` (the caller's authenticated
+// identity; "by hand" when empty). FAILED_PRECONDITION naming the phase when they do
+// not apply: pause needs CANARY, BAKING or WAVE; resume needs PAUSED; abort needs a
+// phase that is not terminal (and not already rolling back).
+absl::Status PauseRollout(weft::v1::Rollout& rollout, absl::Time now,
+                          absl::string_view who = "");
+absl::Status ResumeRollout(weft::v1::Rollout& rollout, absl::Time now,
+                           absl::string_view who = "");
 absl::StatusOr<RolloutActions> AbortRollout(weft::v1::Rollout& rollout, absl::string_view reason,
-                                            absl::Time now);
+                                            absl::Time now, absl::string_view who = "");
 
 // Starts rolling back every node sent the new version, recording `reason`.
 RolloutActions StartRollback(weft::v1::Rollout& rollout, absl::string_view reason,

@@ -160,15 +160,18 @@ absl::StatusOr<weft::v1::DiffPolicyResponse> RolloutManager::Diff(
   return DiffDesiredStates(current, next);
 }
 
-absl::StatusOr<Rollout> RolloutManager::Start(const weft::v1::PolicyRequest& request) {
+absl::StatusOr<Rollout> RolloutManager::Start(const weft::v1::PolicyRequest& request,
+                                              const std::string& started_by) {
   ASSIGN_OR_RETURN(weft::v1::Policy policy,
                    ParsePolicy(request.policy_yaml(), request.source_name()));
   absl::MutexLock lock(&mu_);
-  return StartLocked(policy, request.source_name(), clock_->Now());
+  return StartLocked(policy, request.source_name(), started_by, clock_->Now());
 }
 
 absl::StatusOr<Rollout> RolloutManager::StartLocked(const weft::v1::Policy& policy,
-                                                    const std::string& source, absl::Time now) {
+                                                    const std::string& source,
+                                                    const std::string& started_by,
+                                                    absl::Time now) {
   if (const Rollout* active = ActiveLocked()) {
     return absl::FailedPreconditionError(
         absl::StrCat("rollout ", active->id(), " is ", RolloutPhaseName(active->phase()),
@@ -182,6 +185,7 @@ absl::StatusOr<Rollout> RolloutManager::StartLocked(const weft::v1::Policy& poli
                    PlanRollout(absl::StrCat("rollout-", version), policy, version,
                                previous != nullptr ? &previous->policy() : nullptr,
                                previous != nullptr ? previous->version() : 0, fleet, now, source));
+  rollout.set_started_by(started_by);
   if (absl::Status saved = store_->Save(rollout); !saved.ok()) {
     return absl::InternalError(
         absl::StrCat("cannot record the rollout, so it was not started: ", saved.message()));
@@ -190,7 +194,8 @@ absl::StatusOr<Rollout> RolloutManager::StartLocked(const weft::v1::Policy& poli
   rollouts_.push_back(std::move(rollout));
   Rollout& started = rollouts_.back();
   WEFT_LOG(INFO) << "rollout started id=" << started.id() << " version=" << version
-                 << " source=" << source << " steps=" << started.steps_size();
+                 << " source=" << source << " started_by=" << started_by
+                 << " steps=" << started.steps_size();
   ExecuteLocked(started, AdvanceRollout(started, fleet, now), nodes);
   return started;
 }
@@ -222,7 +227,7 @@ void RolloutManager::CheckPolicyFileLocked(absl::Time now) {
     return;  // what the newest rollout already did (or rolled back)
   }
   absl::StatusOr<Rollout> started =
-      StartLocked(*policy, absl::StrCat("policy_file ", policy_file_), now);
+      StartLocked(*policy, absl::StrCat("policy_file ", policy_file_), "controller", now);
   if (!started.ok()) {
     WEFT_LOG(WARNING) << "policy_file rollout not started, will retry: "
                       << started.status().message();
@@ -252,30 +257,31 @@ absl::StatusOr<Rollout*> RolloutManager::OperatorTargetLocked(const std::string&
   return active;
 }
 
-absl::StatusOr<Rollout> RolloutManager::Pause(const std::string& id) {
+absl::StatusOr<Rollout> RolloutManager::Pause(const std::string& id, const std::string& who) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Rollout * rollout, OperatorTargetLocked(id));
-  RETURN_IF_ERROR(PauseRollout(*rollout, clock_->Now()));
+  RETURN_IF_ERROR(PauseRollout(*rollout, clock_->Now(), who));
   RolloutActions actions;
   actions.changed = true;
   ExecuteLocked(*rollout, actions, {});
   return *rollout;
 }
 
-absl::StatusOr<Rollout> RolloutManager::Resume(const std::string& id) {
+absl::StatusOr<Rollout> RolloutManager::Resume(const std::string& id, const std::string& who) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Rollout * rollout, OperatorTargetLocked(id));
-  RETURN_IF_ERROR(ResumeRollout(*rollout, clock_->Now()));
+  RETURN_IF_ERROR(ResumeRollout(*rollout, clock_->Now(), who));
   RolloutActions actions;
   actions.changed = true;
   ExecuteLocked(*rollout, actions, {});
   return *rollout;
 }
 
-absl::StatusOr<Rollout> RolloutManager::Abort(const std::string& id, const std::string& reason) {
+absl::StatusOr<Rollout> RolloutManager::Abort(const std::string& id, const std::string& reason,
+                                              const std::string& who) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Rollout * rollout, OperatorTargetLocked(id));
-  ASSIGN_OR_RETURN(RolloutActions actions, AbortRollout(*rollout, reason, clock_->Now()));
+  ASSIGN_OR_RETURN(RolloutActions actions, AbortRollout(*rollout, reason, clock_->Now(), who));
   ExecuteLocked(*rollout, actions, inventory_->ListNodes());
   return *rollout;
 }

@@ -60,18 +60,21 @@ class RolloutManager {
       const weft::v1::PolicyRequest& request) const;
   // What the policy would change against each registered node's desired state.
   absl::StatusOr<weft::v1::DiffPolicyResponse> Diff(const weft::v1::PolicyRequest& request) const;
-  // Starts a rollout and sends the canary. FAILED_PRECONDITION while one is active or
-  // when no node is registered; INTERNAL when the record cannot be saved (nothing is
-  // sent then).
-  absl::StatusOr<weft::v1::Rollout> Start(const weft::v1::PolicyRequest& request);
+  // Starts a rollout and sends the canary; `started_by` (the caller's authenticated
+  // identity) goes into the record. FAILED_PRECONDITION while one is active or when no
+  // node is registered; INTERNAL when the record cannot be saved (nothing is sent then).
+  absl::StatusOr<weft::v1::Rollout> Start(const weft::v1::PolicyRequest& request,
+                                          const std::string& started_by = "");
 
   // `id` empty means the newest rollout. NOT_FOUND when there is none.
   absl::StatusOr<weft::v1::Rollout> Get(const std::string& id) const;
-  // Operator actions on the active rollout (`id` empty or its id). NOT_FOUND when it is
-  // not the active one; FAILED_PRECONDITION when the phase does not allow it.
-  absl::StatusOr<weft::v1::Rollout> Pause(const std::string& id);
-  absl::StatusOr<weft::v1::Rollout> Resume(const std::string& id);
-  absl::StatusOr<weft::v1::Rollout> Abort(const std::string& id, const std::string& reason);
+  // Operator actions on the active rollout (`id` empty or its id), noted in its history
+  // with `who` (the caller's authenticated identity). NOT_FOUND when it is not the
+  // active one; FAILED_PRECONDITION when the phase does not allow it.
+  absl::StatusOr<weft::v1::Rollout> Pause(const std::string& id, const std::string& who = "");
+  absl::StatusOr<weft::v1::Rollout> Resume(const std::string& id, const std::string& who = "");
+  absl::StatusOr<weft::v1::Rollout> Abort(const std::string& id, const std::string& reason,
+                                          const std::string& who = "");
   // Newest first.
   weft::v1::ListRolloutsResponse List() const;
 
@@ -95,7 +98,8 @@ class RolloutManager {
 
   weft::v1::Rollout* ActiveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<weft::v1::Rollout> StartLocked(const weft::v1::Policy& policy,
-                                                const std::string& source, absl::Time now)
+                                                const std::string& source,
+                                                const std::string& started_by, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckPolicyFileLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const weft::v1::Rollout* NewestCompletedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -1,8 +1,10 @@
 #include "controller/rollout_service.h"
 
+#include <string>
 #include <utility>
 
 #include "controller/grpc_status.h"
+#include "security/server_auth.h"
 
 namespace weft::controller {
 namespace {
@@ -24,9 +26,24 @@ absl::StatusOr<weft::v1::RolloutResponse> Wrap(absl::StatusOr<weft::v1::Rollout>
   return response;
 }
 
+// Runs `action` with the caller's authenticated name and finishes with its rollout.
+template <typename Action>
+grpc::ServerUnaryReactor* AsCaller(grpc::CallbackServerContext* context,
+                                   const security::TokenTable* tokens,
+                                   weft::v1::RolloutResponse* response, Action action) {
+  absl::StatusOr<security::Principal> caller = security::AuthenticateCall(*context, tokens);
+  if (!caller.ok()) {
+    return FinishWith(context, absl::StatusOr<weft::v1::RolloutResponse>(caller.status()),
+                      response);
+  }
+  return FinishWith(context, Wrap(action(caller->name)), response);
+}
+
 }  // namespace
 
-RolloutServiceImpl::RolloutServiceImpl(RolloutManager* manager) : manager_(manager) {}
+RolloutServiceImpl::RolloutServiceImpl(RolloutManager* manager,
+                                       std::shared_ptr<const security::TokenTable> tokens)
+    : manager_(manager), tokens_(std::move(tokens)) {}
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::ValidatePolicy(
     grpc::CallbackServerContext* context, const weft::v1::PolicyRequest* request,
@@ -43,7 +60,8 @@ grpc::ServerUnaryReactor* RolloutServiceImpl::DiffPolicy(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* RolloutServiceImpl::StartRollout(
     grpc::CallbackServerContext* context, const weft::v1::PolicyRequest* request,
     weft::v1::RolloutResponse* response) {
-  return FinishWith(context, Wrap(manager_->Start(*request)), response);
+  return AsCaller(context, tokens_.get(), response,
+                  [&](const std::string& who) { return manager_->Start(*request, who); });
 }
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::GetRollout(grpc::CallbackServerContext* context,
@@ -55,19 +73,23 @@ grpc::ServerUnaryReactor* RolloutServiceImpl::GetRollout(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* RolloutServiceImpl::PauseRollout(
     grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
     weft::v1::RolloutResponse* response) {
-  return FinishWith(context, Wrap(manager_->Pause(request->id())), response);
+  return AsCaller(context, tokens_.get(), response,
+                  [&](const std::string& who) { return manager_->Pause(request->id(), who); });
 }
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::ResumeRollout(
     grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
     weft::v1::RolloutResponse* response) {
-  return FinishWith(context, Wrap(manager_->Resume(request->id())), response);
+  return AsCaller(context, tokens_.get(), response,
+                  [&](const std::string& who) { return manager_->Resume(request->id(), who); });
 }
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::AbortRollout(
     grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
     weft::v1::RolloutResponse* response) {
-  return FinishWith(context, Wrap(manager_->Abort(request->id(), request->reason())), response);
+  return AsCaller(context, tokens_.get(), response, [&](const std::string& who) {
+    return manager_->Abort(request->id(), request->reason(), who);
+  });
 }
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::ListRollouts(

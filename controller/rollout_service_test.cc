@@ -102,6 +102,9 @@ TEST_F(RolloutServiceTest, ValidateDiffStartAndList) {
   ASSERT_TRUE(stub_->StartRollout(&start_context, ExamplePolicy(), &started).ok());
   EXPECT_EQ(started.rollout().id(), "rollout-1");
   EXPECT_EQ(started.rollout().phase(), weft::v1::ROLLOUT_PHASE_CANARY);
+  // The caller's authenticated name: nobody is authenticated on a plaintext listener.
+  EXPECT_EQ(started.rollout().started_by(), "anonymous");
+  EXPECT_EQ(started.rollout().source(), ExamplePolicy().source_name());
   grpc::ClientContext abort_context;
   weft::v1::RolloutRequest abort;
   abort.set_reason("test");
@@ -112,7 +115,7 @@ TEST_F(RolloutServiceTest, ValidateDiffStartAndList) {
   weft::v1::ListRolloutsResponse list;
   ASSERT_TRUE(stub_->ListRollouts(&list_context, weft::v1::ListRolloutsRequest(), &list).ok());
   ASSERT_EQ(list.rollouts_size(), 1);
-  EXPECT_THAT(list.rollouts(0).reason(), HasSubstr("aborted by hand: test"));
+  EXPECT_THAT(list.rollouts(0).reason(), HasSubstr("aborted by anonymous: test"));
 }
 
 }  // namespace

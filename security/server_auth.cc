@@ -114,6 +114,12 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
 
 }  // namespace
 
+absl::StatusOr<Principal> AuthenticateCall(const grpc::ServerContextBase& context,
+                                           const TokenTable* tokens) {
+  return Authenticate(*context.auth_context(),
+                      FindHeader(context.client_metadata(), "authorization"), tokens);
+}
+
 AuthProcessor::AuthProcessor(std::shared_ptr<const TokenTable> tokens, const Clock* clock,
                              AuditSink* audit)
     : tokens_(std::move(tokens)), clock_(clock), audit_(audit) {}

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "grpcpp/security/auth_metadata_processor.h"
@@ -47,6 +48,16 @@ class AuditSink {
   virtual ~AuditSink() = default;
   virtual absl::Status Record(const AuditRecord& record) = 0;
 };
+
+// The caller of a call that reached its handler, for records that name who acted (a
+// drain, a rollout): authenticated again, as the AuthProcessor and the audit do, from
+// the call's verified client certificate and its "authorization" header, so it is
+// never a name the request itself carries. The anonymous principal on a plaintext
+// listener without a bearer token. `tokens` may be null (certificates only); the
+// errors are Authenticate's (identity.h), which the AuthProcessor has already turned
+// away on a TLS listener.
+absl::StatusOr<Principal> AuthenticateCall(const grpc::ServerContextBase& context,
+                                           const TokenTable* tokens);
 
 class AuthProcessor final : public grpc::AuthMetadataProcessor {
  public:

@@ -266,7 +266,10 @@ TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
   weft::testing::CommandResult drained =
       Weftctl(WithToken("operator"), {"drain", "gpu-a01", "--reason", "maintenance"});
   ASSERT_EQ(drained.exit_status, 0) << drained.out << drained.err;
-  EXPECT_TRUE(absl::StrContains(Weftctl(WithCert("viewer"), {"node", "gpu-a01"}).out, "DRAINED"));
+  // The drain names the token's holder, as the controller authenticated it.
+  const std::string node = Weftctl(WithCert("viewer"), {"node", "gpu-a01"}).out;
+  EXPECT_TRUE(absl::StrContains(node, "DRAINED")) << node;
+  EXPECT_TRUE(absl::StrContains(node, "maintenance (by operator dev-operator)")) << node;
   EXPECT_TRUE(absl::StrContains(controller_->Log(),
                                 "audit who=dev-operator role=operator via=token "
                                 "method=/weft.v1.AdminService/DrainNode target=gpu-a01 "
@@ -282,10 +285,12 @@ TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
 TEST_F(SecurityTest, WeftctlWithClientCertificates) {
   StartAgent("gpu-a01", "gpu-a01");
   ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log();
-  // The operator's certificate drains; the audit names its CN.
+  // The operator's certificate drains; the drain and the audit name its CN.
   weft::testing::CommandResult drained =
       Weftctl(WithCert("operator"), {"drain", "gpu-a01", "--reason", "cert"});
   EXPECT_EQ(drained.exit_status, 0) << drained.err;
+  const std::string events = Weftctl(WithCert("viewer"), {"events", "--node", "gpu-a01"}).out;
+  EXPECT_TRUE(absl::StrContains(events, "drained by operator dev-operator")) << events;
   EXPECT_TRUE(absl::StrContains(controller_->Log(),
                                 "audit who=dev-operator role=operator via=certificate "
                                 "method=/weft.v1.AdminService/UndrainNode") ||
