@@ -161,6 +161,13 @@ absl::Status ControllerServer::AuditLogSink::Record(const security::AuditRecord&
   return log_->Record(entry);
 }
 
+RendezvousServiceOptions ControllerServer::RendezvousOptions(
+    const weft::v1::ControllerConfig& config) {
+  RendezvousServiceOptions options;
+  options.verify_node_identity = security::TlsEnabled(config.tls());
+  return options;
+}
+
 void ControllerServer::RunTicker() {
   const absl::Duration period = absl::Milliseconds(config_.telemetry_interval_ms()) / 4;
   while (!stop_ticker_.WaitForNotificationWithTimeout(period)) {

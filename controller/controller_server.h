@@ -115,6 +115,7 @@ class ControllerServer {
   };
 
   void RunTicker();
+  static RendezvousServiceOptions RendezvousOptions(const weft::v1::ControllerConfig& config);
 
   const weft::v1::ControllerConfig config_;
   const Clock* const clock_;
@@ -137,7 +138,8 @@ class ControllerServer {
   std::unique_ptr<RolloutManager> rollouts_;
   std::unique_ptr<RolloutServiceImpl> rollout_service_;
   // Where agents relay their jobs' rendezvous (job.proto); its own sweeper thread.
-  RendezvousServiceImpl rendezvous_service_{clock_, *registry_};
+  // With mTLS an agent relays only its own node's ranks.
+  RendezvousServiceImpl rendezvous_service_{clock_, *registry_, RendezvousOptions(config_)};
 
   bool started_ = false;
   bool stopped_ = false;

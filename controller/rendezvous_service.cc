@@ -5,15 +5,17 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "controller/grpc_status.h"
+#include "security/identity.h"
 
 namespace weft::controller {
 namespace {
 
-constexpr const char* kResults[] = {"ok",        "timeout",   "invalid", "conflict",
-                                    "exhausted", "cancelled", "error"};
+constexpr const char* kResults[] = {"ok",     "timeout",   "invalid", "conflict", "exhausted",
+                                    "denied", "cancelled", "error"};
 
 const char* ResultLabel(const absl::Status& status) {
   switch (status.code()) {
@@ -28,6 +30,9 @@ const char* ResultLabel(const absl::Status& status) {
       return "conflict";
     case absl::StatusCode::kResourceExhausted:
       return "exhausted";
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+      return "denied";
     case absl::StatusCode::kCancelled:
       return "cancelled";
     default:
@@ -135,8 +140,24 @@ void RendezvousServiceImpl::Count(const absl::Status& status) {
 }
 
 grpc::ServerUnaryReactor* RendezvousServiceImpl::Rendezvous(
-    grpc::CallbackServerContext* /*context*/, const weft::v1::RendezvousRequest* request,
+    grpc::CallbackServerContext* context, const weft::v1::RendezvousRequest* request,
     weft::v1::RendezvousResponse* response) {
+  if (options_.verify_node_identity) {
+    const absl::Status identity = security::CheckClaimedNode(
+        security::PeerCommonName(*context->auth_context()), request->node());
+    if (!identity.ok()) {
+      const absl::Status refused(
+          identity.code(), absl::StrCat("rendezvous of job '", request->job_id(), "' key '",
+                                        request->key(), "' rank ", request->rank(), ": ",
+                                        identity.message()));
+      WEFT_LOG(WARNING) << "rendezvous refused peer=" << context->peer() << " reason=\""
+                        << refused.message() << "\"";
+      Count(refused);
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(ToGrpcStatus(refused));
+      return reactor;
+    }
+  }
   auto* reactor = new Reactor(this, response);
   reactor->Start(*request);
   return reactor;

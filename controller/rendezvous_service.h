@@ -1,7 +1,10 @@
 // RendezvousServiceImpl: weft.v1.RendezvousService (job.proto), where agents relay the
 // rendezvous of their local ranks (agent/job_service.h). A thin callback-API adapter
-// over a RendezvousTable (controller/rendezvous_table.h): a call's reactor waits in the
-// table without holding a thread, and is finished by whichever join completes the
+// over a RendezvousTable (controller/rendezvous_table.h). With verify_node_identity
+// (mTLS) a call is refused before it reaches the table unless the relaying agent's
+// certificate names the node the request says the rank runs on (RendezvousRequest.node:
+// an agent relays only its own node's ranks), PERMISSION_DENIED naming both nodes. A
+// call's reactor waits in the table without holding a thread, and is finished by whichever join completes the
 // exchange, by the sweeper thread when its timeout passes (within `sweep_period`), or
 // by gRPC cancelling it. Codes and messages pass through from the table.
 //
@@ -12,6 +15,8 @@
 //     invalid    INVALID_ARGUMENT: a bad request
 //     conflict   FAILED_PRECONDITION / ALREADY_EXISTS: another world size or endpoint
 //     exhausted  RESOURCE_EXHAUSTED: too many exchanges held
+//     denied     PERMISSION_DENIED / UNAUTHENTICATED: an agent relaying for another
+//                node (verify_node_identity)
 //     cancelled  the caller went away
 //     error      anything else (UNAVAILABLE on shutdown)
 //   weft_controller_rendezvous_exchanges      gauge, exchanges held (refreshed by sweeps)
@@ -42,6 +47,9 @@ namespace weft::controller {
 struct RendezvousServiceOptions {
   RendezvousTableOptions table;
   absl::Duration sweep_period = absl::Milliseconds(100);
+  // mTLS: the request's node must be the CN of the caller's certificate. Off on a
+  // plaintext listener, where there is no certificate.
+  bool verify_node_identity = false;
 };
 
 class RendezvousServiceImpl final : public weft::v1::RendezvousService::CallbackService {

@@ -1,5 +1,6 @@
 #include "controller/rendezvous_service.h"
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -7,6 +8,9 @@
 
 #include "common/clock.h"
 #include "controller/metrics_test_util.h"
+#include "security/credentials.h"
+#include "security/server_auth.h"
+#include "security/test_pki.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
@@ -29,19 +33,29 @@ weft::v1::RendezvousRequest Request(uint32_t rank, uint32_t world_size, uint32_t
 // The service on a real gRPC server on 127.0.0.1:0, called through real stubs.
 class RendezvousServiceTest : public ::testing::Test {
  protected:
-  RendezvousServiceTest() {
-    service_.Start();
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    stub_ = weft::v1::RendezvousService::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  RendezvousServiceTest() : RendezvousServiceTest(RendezvousServiceOptions()) {
+    Serve(grpc::InsecureServerCredentials());
+    Connect(grpc::InsecureChannelCredentials());
   }
+  explicit RendezvousServiceTest(RendezvousServiceOptions options)
+      : service_(&clock_, registry_, options) {}
   ~RendezvousServiceTest() override {
     service_.Stop();
-    server_->Shutdown();
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  void Serve(std::shared_ptr<grpc::ServerCredentials> credentials) {
+    service_.Start();
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+  }
+  // Call() goes through a channel with `credentials` from now on.
+  void Connect(std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    stub_ = weft::v1::RendezvousService::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), credentials));
   }
 
   grpc::Status Call(const weft::v1::RendezvousRequest& request,
@@ -59,7 +73,8 @@ class RendezvousServiceTest : public ::testing::Test {
 
   RealClock clock_;
   prometheus::Registry registry_;
-  RendezvousServiceImpl service_{&clock_, registry_};
+  RendezvousServiceImpl service_;
+  int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<weft::v1::RendezvousService::Stub> stub_;
 };
@@ -152,6 +167,76 @@ TEST_F(RendezvousServiceTest, StopEndsWaitingCallsWithUnavailable) {
   rank0.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(status.error_message().find("shutting down"), std::string::npos);
+}
+
+// Under mTLS an agent relays only its own node's ranks: the request's node must be its
+// certificate's CN (minted by deploy/pki/mint-dev-pki.sh).
+class RendezvousIdentityTest : public RendezvousServiceTest {
+ protected:
+  static void SetUpTestSuite() {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    absl::StatusOr<security::TestPki> pki = security::TestPki::Mint(
+        std::string(tmp != nullptr ? tmp : "/tmp") + "/pki", {"gpu-a01", "gpu-a02"});
+    ASSERT_TRUE(pki.ok()) << pki.status();
+    pki_ = new security::TestPki(*std::move(pki));
+  }
+
+  RendezvousIdentityTest() : RendezvousServiceTest(Verifying()) {
+    auto credentials = security::MakeServerCredentials(
+        pki_->ServerTls(), std::make_shared<security::AuthProcessor>(nullptr, &clock_, nullptr));
+    EXPECT_TRUE(credentials.ok()) << credentials.status();
+    if (credentials.ok()) Serve(*credentials);
+  }
+
+  static RendezvousServiceOptions Verifying() {
+    RendezvousServiceOptions options;
+    options.verify_node_identity = true;
+    return options;
+  }
+
+  // Call() presents the certificate of `cert` from now on.
+  void ConnectAs(const std::string& cert) {
+    auto credentials = security::MakeChannelCredentials(pki_->ClientTls(cert));
+    ASSERT_TRUE(credentials.ok()) << credentials.status();
+    Connect(*credentials);
+  }
+
+  static security::TestPki* pki_;
+};
+
+security::TestPki* RendezvousIdentityTest::pki_ = nullptr;
+
+TEST_F(RendezvousIdentityTest, AnAgentRelaysOnlyItsOwnNodesRanks) {
+  ConnectAs("gpu-a01");
+  weft::v1::RendezvousRequest request = Request(0, 1, 2000);
+  request.set_node("gpu-a02");
+  weft::v1::RendezvousResponse response;
+  const grpc::Status refused = Call(request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("rendezvous of job 'job-1' key 'weft/tcp' rank 0: the "
+                                         "agent's certificate is for node 'gpu-a01'"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("tried to act as node 'gpu-a02'"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(service_.table().exchange_count(), 0u);  // never reached the table
+  EXPECT_EQ(Calls("denied"), 1);
+
+  request.set_node("gpu-a01");
+  const grpc::Status ok = Call(request, &response);
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  ASSERT_EQ(response.endpoints_size(), 1);
+  EXPECT_EQ(response.endpoints(0), "endpoint-0");
+  EXPECT_EQ(Calls("ok"), 1);
+}
+
+TEST_F(RendezvousIdentityTest, WithoutACertificateNothingIsRelayed) {
+  // The authorization processor refuses the call before the service sees it.
+  ConnectAs("");
+  weft::v1::RendezvousResponse response;
+  EXPECT_EQ(Call(Request(0, 1, 2000), &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(service_.table().exchange_count(), 0u);
 }
 
 }  // namespace

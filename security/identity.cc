@@ -107,7 +107,8 @@ absl::Status CheckClaimedNode(absl::string_view certified_node,
     return absl::PermissionDeniedError(absl::StrCat(
         "the agent's certificate is for node '", certified_node, "' (CN=",
         certified_node, ") but it tried to act as node '", claimed_node,
-        "'; an agent may register and report only as the node named in its certificate"));
+        "'; an agent may register, report and relay rendezvous only as the node named in "
+        "its certificate"));
   }
   return absl::OkStatus();
 }

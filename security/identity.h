@@ -43,7 +43,8 @@ absl::StatusOr<Principal> Authenticate(const grpc::AuthContext& auth,
 // The verified client certificate's CN, or "" without one.
 std::string PeerCommonName(const grpc::AuthContext& auth);
 
-// An agent may act only as the node its certificate names. OK when `claimed_node`
+// An agent may act (Register, its stream's hello, relaying a rank's rendezvous) only
+// as the node its certificate names. OK when `claimed_node`
 // equals `certified_node`; PERMISSION_DENIED naming both otherwise, UNAUTHENTICATED
 // when there is no certified node (no client certificate).
 absl::Status CheckClaimedNode(absl::string_view certified_node,

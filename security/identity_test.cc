@@ -38,8 +38,8 @@ TEST(IdentityTest, AnAgentActsOnlyAsItsCertificatesNode) {
   EXPECT_EQ(other.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(other.message(),
             "the agent's certificate is for node 'gpu-a02' (CN=gpu-a02) but it tried to act "
-            "as node 'gpu-a01'; an agent may register and report only as the node named in "
-            "its certificate");
+            "as node 'gpu-a01'; an agent may register, report and relay rendezvous only as "
+            "the node named in its certificate");
   EXPECT_EQ(CheckClaimedNode("", "gpu-a01").code(), absl::StatusCode::kUnauthenticated);
 }
 

@@ -18,6 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
+#include "proto/weft/v1/job.grpc.pb.h"
 #include "tests/subprocess.h"
 
 namespace {
@@ -202,6 +203,32 @@ TEST_F(SecurityTest, CertificateForAnotherNodeIsPermissionDenied) {
   EXPECT_TRUE(absl::StrContains(agent_->Log(), "PERMISSION_DENIED") ||
               absl::StrContains(agent_->Log(), "certificate is for node 'gpu-a02'"))
       << agent_->Log();
+}
+
+TEST_F(SecurityTest, AnAgentRelaysRendezvousOnlyForItsOwnNode) {
+  auto stub = weft::v1::RendezvousService::NewStub(Channel("gpu-a02"));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  weft::v1::RendezvousRequest request;
+  request.set_job_id("job-1");
+  request.set_key("weft/tcp");
+  request.set_world_size(1);
+  request.set_endpoint("10.0.0.1:9000");
+  request.set_timeout_ms(1000);
+  request.set_node("gpu-a01");
+  weft::v1::RendezvousResponse response;
+  grpc::Status status = stub->Rendezvous(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "certificate is for node 'gpu-a02'"))
+      << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "act as node 'gpu-a01'"))
+      << status.error_message();
+  // Its own node's rank goes through.
+  grpc::ClientContext own_context;
+  own_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  request.set_node("gpu-a02");
+  status = stub->Rendezvous(&own_context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 TEST_F(SecurityTest, ExpiredCertificateIsRefused) {
