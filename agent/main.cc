@@ -72,6 +72,11 @@ ABSL_FLAG(std::optional<std::string>, job_socket, std::nullopt,
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::agent {
+
+// The /metrics server at exit (see the end of Main); external linkage so the store is
+// not optimized away.
+MetricsServer* metrics_server_left_to_exit = nullptr;
+
 namespace {
 
 absl::StatusOr<LogLevel> ParseLogLevel(const std::string& text) {
@@ -278,10 +283,8 @@ int Main(int argc, char** argv) {
   agent.Stop();  // cancels the stream, joins the agent's threads
   // civetweb's mg_stop() waits out its one-second poll before returning, which would
   // hold the exit past a second; /metrics has nothing to flush, so the process exit
-  // closes it instead. A static pointer keeps it reachable, so LeakSanitizer does not
-  // report it.
-  static MetricsServer* const left_to_exit = metrics_server.release();
-  (void)left_to_exit;
+  // closes it instead. A global keeps it reachable, so LeakSanitizer does not report it.
+  metrics_server_left_to_exit = metrics_server.release();
   WEFT_LOG(INFO) << "stopped";
   return 0;
 }
