@@ -40,6 +40,7 @@ Agent::Agent(weft::v1::AgentConfig config, NicBackend* backend, ControllerClient
       clock_(clock),
       health_(health),
       interval_(Millis(config_.interval_ms(), 1000)),
+      drift_check_interval_(absl::Milliseconds(config_.drift_check_interval_ms())),
       dead_(HasDeadFault(config_)),
       metrics_(*registry, config_.node_name()),
       backoff_(Millis(config_.reconnect().initial_backoff_ms(), 200),
@@ -322,7 +323,10 @@ void Agent::HandleDesiredState(const weft::v1::DesiredState& state, OutboundQueu
   uint64_t applied_version = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (outcome.accepted) applied_ = state;
+    if (outcome.accepted) {
+      applied_ = state;
+      ++apply_generation_;
+    }
     applied_version = applied_.version();
   }
   metrics_.DesiredStateAnswered(outcome.accepted, applied_version);
@@ -354,19 +358,24 @@ uint64_t Agent::applied_version() const {
 weft::v1::TunablesStatus Agent::CheckTunables() {
   weft::v1::TunablesStatus status;
   weft::v1::DesiredState applied;
+  uint64_t generation = 0;
   {
     absl::MutexLock lock(&mu_);
     applied = applied_;
+    generation = apply_generation_;
   }
   status.set_applied_version(applied.version());
   if (applied.version() == 0) return status;
-  std::vector<weft::v1::TunableDrift> drift;
-  {
+  const absl::Time now = clock_->Now();
+  if (generation != drift_checked_generation_ ||
+      now - drift_checked_at_ >= drift_check_interval_) {
     absl::MutexLock lock(&backend_mu_);
-    drift = CheckDrift(applied, backend_->Tunables());
+    drift_ = CheckDrift(applied, backend_->Tunables());
+    drift_checked_at_ = now;
+    drift_checked_generation_ = generation;
+    metrics_.SetTunablesDrift(drift_.size());
   }
-  metrics_.SetTunablesDrift(drift.size());
-  for (weft::v1::TunableDrift& entry : drift) *status.add_drift() = std::move(entry);
+  for (const weft::v1::TunableDrift& entry : drift_) *status.add_drift() = entry;
   return status;
 }
 

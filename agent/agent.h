@@ -130,6 +130,7 @@ class Agent {
   const Clock* const clock_;
   HealthServer* const health_;
   const absl::Duration interval_;
+  const absl::Duration drift_check_interval_;
   const bool dead_;  // SIM_FAULT_DEAD: never send telemetry
   AgentMetrics metrics_;
   Backoff backoff_;  // loop thread only
@@ -138,6 +139,10 @@ class Agent {
   NodeInventory inventory_;
   std::map<NicKey, RawNicReading> last_good_;      // the previous reading without error
   std::map<std::string, std::string> nic_errors_;  // device -> last error logged
+  // The last drift check (CheckTunables): when, against which apply, and its result.
+  absl::Time drift_checked_at_ = absl::InfinitePast();
+  uint64_t drift_checked_generation_ = 0;
+  std::vector<weft::v1::TunableDrift> drift_;
 
   // The backend is thread-compatible: the loop thread reads counters and checks drift,
   // the downlink reader applies desired state; this serializes them.
@@ -151,6 +156,9 @@ class Agent {
   uint64_t highest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   // The last desired state ACKed; version 0 until one is.
   weft::v1::DesiredState applied_ ABSL_GUARDED_BY(mu_);
+  // Counts accepted applies (a re-apply of the same version too), so the next drift
+  // check runs at once rather than reporting the drift the apply just fixed.
+  uint64_t apply_generation_ ABSL_GUARDED_BY(mu_) = 0;
   NodeInventory published_inventory_ ABSL_GUARDED_BY(mu_);  // inventory() reads it
   std::thread loop_thread_;
 };

@@ -382,11 +382,13 @@ ControllerMessage DesiredStatePush(uint64_t version) {
 // it by hand; everything else passes through.
 class DriftingTunables : public NicTunables {
  public:
-  DriftingTunables(NicTunables* inner, const std::atomic<bool>* drifted)
-      : inner_(inner), drifted_(drifted) {}
+  DriftingTunables(NicTunables* inner, const std::atomic<bool>* drifted,
+                   std::atomic<int>* reads)
+      : inner_(inner), drifted_(drifted), reads_(reads) {}
   const std::string& device() const override { return inner_->device(); }
   std::vector<std::string> Parameters() const override { return inner_->Parameters(); }
   absl::StatusOr<std::string> Read(absl::string_view p) override {
+    if (reads_ != nullptr) ++*reads_;
     if (*drifted_ && device() == "mlx5_1" && p == "rp_ai_rate") return std::string("7");
     return inner_->Read(p);
   }
@@ -395,13 +397,16 @@ class DriftingTunables : public NicTunables {
  private:
   NicTunables* inner_;
   const std::atomic<bool>* drifted_;
+  std::atomic<int>* reads_;
 };
 
 class DriftingBackend : public NicBackend {
  public:
-  DriftingBackend(NicBackend* inner, const std::atomic<bool>* drifted) : inner_(inner) {
+  DriftingBackend(NicBackend* inner, const std::atomic<bool>* drifted,
+                  std::atomic<int>* reads = nullptr)
+      : inner_(inner) {
     for (NicTunables* nic : inner_->Tunables()) {
-      tunables_.push_back(std::make_unique<DriftingTunables>(nic, drifted));
+      tunables_.push_back(std::make_unique<DriftingTunables>(nic, drifted, reads));
     }
   }
   absl::StatusOr<NodeInventory> Discover() override { return inner_->Discover(); }
@@ -465,6 +470,38 @@ TEST_F(AgentTest, AppliesDesiredStateAcksWithReadBackAndReportsDrift) {
   EXPECT_EQ(status.drift(0).parameter(), "rp_ai_rate");
   EXPECT_EQ(status.drift(0).expected(), "10");
   EXPECT_EQ(status.drift(0).actual(), "7");
+}
+
+// With a drift interval longer than the test, the NICs are read back once after the
+// apply and not again: later batches repeat that result (no drift), even though the NIC
+// has drifted meanwhile; reading every parameter of every NIC each telemetry interval
+// is what drift_check_interval_ms exists to avoid.
+TEST_F(AgentTest, DriftIsCheckedOnItsOwnIntervalAndAfterEachApply) {
+  config_.set_drift_check_interval_ms(3600 * 1000);
+  std::atomic<bool> drifted{false};
+  std::atomic<int> reads{0};
+  StartAgent([&](NicBackend* inner) {
+    return std::unique_ptr<NicBackend>(std::make_unique<DriftingBackend>(inner, &drifted, &reads));
+  });
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  controller_.Push(DesiredStatePush(7));
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  size_t first = 0;
+  ASSERT_TRUE(controller_.WaitFor([&first](FakeController& c) {
+    first = c.batches_.size();
+    return c.batches_.back().batch.tunables().applied_version() == 7;
+  }));
+  // The check that follows the apply has run (the batch carries its result).
+  const int reads_after_apply = reads.load();
+  EXPECT_GT(reads_after_apply, 0);
+  drifted = true;
+  ASSERT_TRUE(controller_.WaitFor([first](FakeController& c) { return c.batches_.size() >= first + 5; }));
+  EXPECT_EQ(reads.load(), reads_after_apply) << "the NICs were read again within the interval";
+  absl::MutexLock lock(&controller_.mu_);
+  for (size_t i = first; i < controller_.batches_.size(); ++i) {
+    EXPECT_EQ(controller_.batches_[i].batch.tunables().applied_version(), 7u);
+    EXPECT_EQ(controller_.batches_[i].batch.tunables().drift_size(), 0);
+  }
 }
 
 TEST_F(AgentTest, NacksAnInvalidStateNamingParameterValueAndRange) {
