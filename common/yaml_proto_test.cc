@@ -25,8 +25,8 @@ using ::weft::v1::SimFault;
 
 constexpr char kAgentKeys[] =
     "node_name, rack, pod, controller_address, metrics_address, interval_ms, backend, "
-    "simulated, reconnect, health_address, linux, lldp, tunables_dry_run, tls, insecure, "
-    "job_socket";
+    "simulated, reconnect, health_address, linux, lldp, tunables_dry_run, "
+    "drift_check_interval_ms, tls, insecure, job_socket";
 constexpr char kSimulatedKeys[] =
     "nics, gpus, link_speed_gbps, traffic_level, seed, faults, fault_delay_ms";
 constexpr char kFaultNames[] =
