@@ -3,8 +3,9 @@
 #   make test   every test
 #   make deb    Debian packages weft-cli, weft-controller, weft-agent in dist/
 # Each installs missing Debian packages first (tools/deps.sh), then builds with Bazel.
-# Also: make asan (every test under ASan+UBSan), make fuzz (each libFuzzer target for
-# FUZZ_SECONDS, tools/fuzz.sh); docs/architecture.md, "Testing under sanitizers and fuzzers".
+# Also: make asan (every test under ASan+UBSan), make tsan (every test under
+# ThreadSanitizer), make fuzz (each libFuzzer target for FUZZ_SECONDS, tools/fuzz.sh);
+# docs/architecture.md, "Testing under sanitizers and fuzzers".
 
 BAZEL ?= bazel
 # Extra flags for `bazel test`; CI passes --nocache_test_results so every test runs.
@@ -14,7 +15,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_FLAGS ?=
 BINARIES = //controller:weft-controller //agent:weft-agent //cli:weftctl
 
-.PHONY: deps build demo test asan fuzz deb clean
+.PHONY: deps build demo test asan tsan fuzz deb clean
 
 deps:
 	@tools/deps.sh
@@ -30,6 +31,9 @@ test: deps
 
 asan: deps
 	@$(BAZEL) test --config=asan $(TEST_FLAGS) //...
+
+tsan: deps
+	@$(BAZEL) test --config=tsan $(TEST_FLAGS) //...
 
 fuzz: deps
 	@tools/fuzz.sh -t $(FUZZ_SECONDS) $(FUZZ_FLAGS)
