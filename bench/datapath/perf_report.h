@@ -33,6 +33,13 @@ struct Measurement {
 // is added; one already there is replaced if `more` has the shorter time.
 void KeepBest(std::vector<Measurement>& all, const std::vector<Measurement>& more);
 
+// Each (library, collective, ranks, bytes)'s median time over the passes that measured
+// it (an even count takes the mean of the middle two; iterations are the median pass's
+// or the smaller middle one's). On a shared machine the best pass rewards the library
+// whose times spread the most, since its lucky pass is luckier; the median compares
+// what each library does typically.
+std::vector<Measurement> MedianOfPasses(const std::vector<std::vector<Measurement>>& passes);
+
 double AlgBandwidthGBps(size_t bytes, double time_us);
 double BusBandwidthGBps(Collective collective, int ranks, size_t bytes, double time_us);
 
@@ -64,6 +71,10 @@ struct ReportText {
 // One table per (collective, rank count): time and bus bandwidth per library, and
 // Weft's speed-up over each other library; then the target check.
 std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement>& measurements);
+
+// The target check alone: one "- vs <library>: ..." line per baseline.
+std::string RenderTargetLines(const ReportText& text,
+                              const std::vector<Measurement>& measurements);
 
 }  // namespace weft::bench
 

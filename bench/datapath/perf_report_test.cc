@@ -31,6 +31,24 @@ TEST(KeepBestTest, AddsNewAndKeepsFasterMeasurements) {
   EXPECT_EQ(all[0].iterations, 7);
 }
 
+TEST(MedianOfPassesTest, MedianPerCaseOverThePassesThatMeasuredIt) {
+  const std::vector<std::vector<Measurement>> passes = {
+      {{"weft", Collective::kAllReduce, 2, 8, 10.0, 5}, {"gloo", Collective::kAllReduce, 2, 8, 1.0, 9}},
+      {{"weft", Collective::kAllReduce, 2, 8, 30.0, 6}, {"gloo", Collective::kAllReduce, 2, 8, 50.0, 8}},
+      {{"weft", Collective::kAllReduce, 2, 8, 20.0, 7}},  // gloo failed in this pass
+  };
+  const std::vector<Measurement> median = MedianOfPasses(passes);
+  ASSERT_EQ(median.size(), 2u);
+  // Odd count: the middle pass, with its own iteration count.
+  EXPECT_EQ(median[0].library, "weft");
+  EXPECT_EQ(median[0].time_us, 20.0);
+  EXPECT_EQ(median[0].iterations, 7);
+  // Even count: the mean of the middle two, not the lucky 1.0 a best-of would keep.
+  EXPECT_EQ(median[1].library, "gloo");
+  EXPECT_EQ(median[1].time_us, 25.5);
+  EXPECT_TRUE(MedianOfPasses({}).empty());
+}
+
 TEST(FormatBytesTest, BinaryUnits) {
   EXPECT_EQ(FormatBytes(8), "8 B");
   EXPECT_EQ(FormatBytes(65536), "64 KiB");

@@ -65,7 +65,10 @@ ABSL_FLAG(int, min_iterations, 3,
 ABSL_FLAG(bool, boost_priority, true,
           "Raise this run's scheduling priority (its autogroup to nice -20, itself to -15; "
           "needs root) so other jobs on a shared machine do not take turns with the ranks.");
-ABSL_FLAG(int, repeats, 2, "Passes over every library; each figure is the best pass's.");
+ABSL_FLAG(int, repeats, 5, "Passes over every library (the libraries take turns).");
+ABSL_FLAG(std::string, aggregate, "median",
+          "How the passes make one figure: median (each figure is the median pass's) or best "
+          "(the fastest pass's). The report also gives the target check by the other one.");
 ABSL_FLAG(std::string, transport, "auto", "Weft's transport: auto, rc or tcp.");
 ABSL_FLAG(std::string, mpirun, "mpirun", "The mpirun to start Open MPI ranks with.");
 ABSL_FLAG(std::string, mpi_worker, "", "weft_perf_mpi binary (default: next to this binary).");
@@ -375,12 +378,19 @@ int Main(int argc, char** argv) {
     }
   }
 
-  std::vector<Measurement> measurements;
+  const std::string aggregate = absl::GetFlag(FLAGS_aggregate);
+  if (aggregate != "median" && aggregate != "best") {
+    std::fprintf(stderr, "weft-perf: --aggregate must be median or best, not '%s'\n",
+                 aggregate.c_str());
+    return 2;
+  }
+  std::vector<std::vector<Measurement>> passes;
   std::vector<std::string> failures;
   std::string weft_transport_note;
   const absl::Time start = absl::Now();
   const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
   for (int repeat = 0; repeat < repeats; ++repeat) {
+    passes.emplace_back();
     for (int ranks : rank_counts) {
       for (const std::string& column : columns) {
         std::fprintf(stderr, "weft-perf: pass %d, %s, %d ranks ...\n", repeat + 1, column.c_str(),
@@ -414,7 +424,7 @@ int Main(int argc, char** argv) {
           failures.push_back(absl::StrCat(column, ": ", parsed.status().message()));
           continue;
         }
-        KeepBest(measurements, *parsed);
+        passes.back().insert(passes.back().end(), parsed->begin(), parsed->end());
         std::fprintf(
             stderr, "weft-perf: %s, %d ranks took %s\n", column.c_str(), ranks,
             absl::FormatDuration(absl::Trunc(absl::Now() - run_start, absl::Seconds(1))).c_str());
@@ -422,6 +432,10 @@ int Main(int argc, char** argv) {
     }
   }
   const absl::Duration total = absl::Trunc(absl::Now() - start, absl::Seconds(1));
+  std::vector<Measurement> best;
+  for (const auto& pass : passes) KeepBest(best, pass);
+  const std::vector<Measurement> median = MedianOfPasses(passes);
+  const std::vector<Measurement>& measurements = aggregate == "median" ? median : best;
 
   std::string mpi_version = "Open MPI";
   if (auto v = RunCommand({absl::GetFlag(FLAGS_mpirun), "--version"}, absl::Seconds(30)); v.ok()) {
@@ -461,9 +475,13 @@ int Main(int argc, char** argv) {
           "), the same count on every rank, in up to 5 batches; a batch's time is its slowest "
           "rank's mean, and a size's time is its best batch. The whole sweep runs ",
           repeats,
-          " times, the libraries taking turns, and each figure is the best of those "
-          "passes: this machine is shared with other jobs, and the best batch of the best pass "
-          "keeps their bursts out of the comparison while every library gets the same chance. "
+          " times, the libraries taking turns, and each figure is ",
+          aggregate == "median"
+              ? "the median of those passes (the best batch keeps bursts of other jobs on this "
+                "shared machine out of a pass; the median pass, unlike the best, does not "
+                "reward the library whose times spread the most). "
+              : "the best of those passes (the best batch of the best pass keeps bursts of "
+                "other jobs on this shared machine out of the comparison). ",
           "algbw = size / "
           "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for all-to-all, "
           "GB = 10^9 bytes, as nccl-tests define them. After timing, each library's result is "
@@ -486,7 +504,13 @@ int Main(int argc, char** argv) {
   if (!failures.empty()) {
     text.preamble.push_back(absl::StrCat("Failed runs: ", absl::StrJoin(failures, "; "), "."));
   }
-  const std::string markdown = RenderMarkdown(text, measurements);
+  std::string markdown = RenderMarkdown(text, measurements);
+  if (repeats > 1) {
+    absl::StrAppend(&markdown, "\nThe same check with each figure the ",
+                    aggregate == "median" ? "best" : "median", " of the ", repeats,
+                    " passes instead:\n\n",
+                    RenderTargetLines(text, aggregate == "median" ? best : median));
+  }
   std::fputs(markdown.c_str(), stdout);
   if (!absl::GetFlag(FLAGS_out).empty()) {
     std::ofstream file(absl::GetFlag(FLAGS_out));
