@@ -9,20 +9,27 @@
 //     --fault_delay_ms): the KPI regresses and the rollout rolls back;
 //   - the controller is restarted (SIGTERM) while a rollout bakes: it resumes from
 //     state_dir and completes;
+//   - the controller is killed (SIGKILL) at random moments of a rollout, several times:
+//     after each restart the rollout is at least as far as weftctl last saw it, and it
+//     completes without a rollback;
 //   - the controller watches policy_file: the file rolls out at start, and again when
 //     it is edited.
 #include <signal.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -378,6 +385,70 @@ TEST_F(RolloutTest, ControllerRestartMidRolloutResumes) {
   // six ACKs in this controller's life would mean the canary was re-applied; the
   // three wave nodes ACKed, the canary reported version 1 in its hello.
   EXPECT_EQ(Metric("weft_controller_desired_state_acks_total{result=\"ack\"}"), 3);
+}
+
+// How far a rollout has gone: its step, then where in the step (sent, baking); a
+// finished rollout is past every step.
+std::pair<uint32_t, int> Progress(const weft::v1::Rollout& rollout) {
+  if (rollout.phase() == weft::v1::ROLLOUT_PHASE_COMPLETED) return {UINT32_MAX, 0};
+  return {rollout.current_step(), rollout.phase() == weft::v1::ROLLOUT_PHASE_BAKING ? 1 : 0};
+}
+
+TEST_F(RolloutTest, ControllerKilledAtRandomPointsOfARolloutLosesNothing) {
+  // Seeded so a failure can be replayed: WEFT_CRASH_SEED=<printed seed>.
+  const char* seed_env = std::getenv("WEFT_CRASH_SEED");
+  const uint32_t seed = seed_env != nullptr
+                            ? static_cast<uint32_t>(std::strtoul(seed_env, nullptr, 10))
+                            : std::random_device{}();
+  std::cout << "rollout kill seed " << seed << std::endl;
+  std::mt19937 rng(seed);
+  StartAgents();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/1)});
+  ASSERT_EQ(started.exit_status, 0) << started.err;
+
+  int kills = 0;
+  std::vector<std::string> seen;  // the phases the kills landed in, for the log
+  for (; kills < 6; ++kills) {
+    absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(200, 3000)(rng)));
+    // What weftctl was told last before the kill: the controller had saved it.
+    std::optional<weft::v1::Rollout> before = Status();
+    ASSERT_TRUE(before.has_value()) << controller_->Log();
+    if (before->phase() == weft::v1::ROLLOUT_PHASE_COMPLETED) break;
+    seen.push_back(absl::StrCat(weft::v1::RolloutPhase_Name(before->phase()), "/step ",
+                                before->current_step()));
+    controller_->Signal(SIGKILL);
+    ASSERT_EQ(controller_->Wait(absl::Seconds(10)), 128 + SIGKILL);
+    StartController();
+
+    std::optional<weft::v1::Rollout> after = Status();
+    ASSERT_TRUE(after.has_value()) << controller_->Log();
+    EXPECT_EQ(after->id(), before->id());
+    EXPECT_EQ(after->version(), before->version());
+    EXPECT_GE(Progress(*after), Progress(*before))
+        << "before the kill: " << before->DebugString() << "\nafter: " << after->DebugString();
+    EXPECT_GT(after->history_size(), before->history_size())
+        << "lost history, or the restart is not in it";
+    for (int i = 0; i < before->steps_size() && i < after->steps_size(); ++i) {
+      EXPECT_GE(after->steps(i).acked(), before->steps(i).acked()) << "step " << i;
+    }
+  }
+  std::cout << "rollout kill: " << kills << " kills, in " << absl::StrJoin(seen, ", ")
+            << std::endl;
+  EXPECT_GE(kills, 2) << "the rollout finished before the kills could test anything";
+
+  std::optional<weft::v1::Rollout> done =
+      WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(90));
+  ASSERT_TRUE(done.has_value()) << DumpLogs();
+  EXPECT_EQ(done->steps_size(), 3);
+  for (const auto& step : done->steps()) {
+    EXPECT_EQ(step.acked(), static_cast<uint32_t>(step.nodes_size())) << step.DebugString();
+    EXPECT_EQ(step.nacked(), 0u) << step.DebugString();
+  }
+  EXPECT_TRUE(WaitForMetric("weft_controller_desired_state_nodes{status=\"in_sync\"}", 6,
+                            absl::Seconds(10)))
+      << Metrics();
+  EXPECT_EQ(Metric("weft_controller_desired_state_version"), 1);
 }
 
 TEST_F(RolloutTest, EditingTheWatchedPolicyFileRollsItOut) {
