@@ -17,6 +17,7 @@
 ABSL_FLAG(std::string, sizes, "8", "Comma-separated sizes in bytes.");
 ABSL_FLAG(double, budget_seconds, 0.25, "Timed seconds per size.");
 ABSL_FLAG(int, min_iterations, 2, "Fewest timed runs per size.");
+ABSL_FLAG(int, batches, 5, "Batches the timed runs are split into (best batch wins).");
 ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
 ABSL_FLAG(bool, all_reduce, true, "Sweep all-reduce.");
 ABSL_FLAG(bool, all_to_all, true, "Sweep all-to-all.");
@@ -69,6 +70,7 @@ int Main(int argc, char** argv) {
   config.all_to_all = absl::GetFlag(FLAGS_all_to_all);
   config.policy.budget_seconds = absl::GetFlag(FLAGS_budget_seconds);
   config.policy.min_iterations = absl::GetFlag(FLAGS_min_iterations);
+  config.policy.batches = absl::GetFlag(FLAGS_batches);
   config.policy.max_iterations = absl::GetFlag(FLAGS_max_iterations);
   MpiLibrary mpi;
   absl::StatusOr<std::vector<Measurement>> measurements = RunSweep(config, "mpi", mpi);

@@ -1,10 +1,10 @@
 // The timing loop every library in weft-perf runs under, so the numbers compare like
 // for like: a probe run (which also warms up: buffers touched, connections busy) whose
 // slowest-rank time sets how many runs fit the per-size budget (the same count on
-// every rank), then those runs in up to `batches` batches. Each batch's result is the slowest
-// rank's mean time per run; the reported time is the best batch. Taking the best batch keeps bursts
-// of unrelated load on a shared machine out of the figures without hiding a library's own slowness
-// (every rank of the batch had to finish).
+// every rank), then those runs in `batches` batches. Each batch's result is the slowest
+// rank's mean time per run; the reported time is the best batch. One batch gives the mean
+// over every run, as nccl-tests report; more batches keep a burst of unrelated load out of
+// the figure, but also favour a library whose times spread (its best batch is luckier).
 //
 // Thread-compatible: one call at a time per rank.
 #ifndef WEFT_BENCH_DATAPATH_TIMING_H_

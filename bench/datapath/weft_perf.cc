@@ -59,6 +59,9 @@ ABSL_FLAG(int, weft_ring_window, 0, "Weft all-reduce ring window (0: the default
 ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
 ABSL_FLAG(double, budget_seconds, 0.15, "Timed seconds per size and library.");
 ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
+ABSL_FLAG(int, batches, 1,
+          "Batches the timed runs of a size are split into; a size's time is its best "
+          "batch's mean. 1: the mean over every timed run, as nccl-tests report.");
 ABSL_FLAG(int, min_iterations, 3,
           "Fewest timed runs per size, even past the budget (large sizes need a few for TCP "
           "autotuning and page faults to settle).");
@@ -94,6 +97,7 @@ SweepConfig BaseConfig(int ranks) {
   config.policy.budget_seconds = absl::GetFlag(FLAGS_budget_seconds);
   config.policy.max_iterations = absl::GetFlag(FLAGS_max_iterations);
   config.policy.min_iterations = absl::GetFlag(FLAGS_min_iterations);
+  config.policy.batches = absl::GetFlag(FLAGS_batches);
   return config;
 }
 
@@ -257,6 +261,7 @@ absl::StatusOr<std::string> RunMpi(int ranks) {
   argv.push_back(absl::StrCat("--budget_seconds=", config.policy.budget_seconds));
   argv.push_back(absl::StrCat("--max_iterations=", config.policy.max_iterations));
   argv.push_back(absl::StrCat("--min_iterations=", config.policy.min_iterations));
+  argv.push_back(absl::StrCat("--batches=", config.policy.batches));
   argv.push_back(absl::StrCat("--all_reduce=", config.all_reduce ? "true" : "false"));
   argv.push_back(absl::StrCat("--all_to_all=", config.all_to_all ? "true" : "false"));
   return RunCommand(argv, absl::Seconds(absl::GetFlag(FLAGS_run_timeout_seconds)));
@@ -392,7 +397,10 @@ int Main(int argc, char** argv) {
   for (int repeat = 0; repeat < repeats; ++repeat) {
     passes.emplace_back();
     for (int ranks : rank_counts) {
-      for (const std::string& column : columns) {
+      // Each pass starts with the next library, so every library takes every place in the
+      // order (right after another library's ranks exit, or first) equally often.
+      for (size_t c = 0; c < columns.size(); ++c) {
+        const std::string& column = columns[(c + repeat) % columns.size()];
         std::fprintf(stderr, "weft-perf: pass %d, %s, %d ranks ...\n", repeat + 1, column.c_str(),
                      ranks);
         const absl::Time run_start = absl::Now();
@@ -472,16 +480,23 @@ int Main(int argc, char** argv) {
           "probe run (which doubles as warm-up), then as many runs as fit in ",
           absl::GetFlag(FLAGS_budget_seconds), " s (", absl::GetFlag(FLAGS_min_iterations),
           " to ", absl::GetFlag(FLAGS_max_iterations),
-          "), the same count on every rank, in up to 5 batches; a batch's time is its slowest "
-          "rank's mean, and a size's time is its best batch. The whole sweep runs ",
+          "), the same count on every rank, ",
+          absl::GetFlag(FLAGS_batches) <= 1
+              ? "and a size's time is the slowest rank's mean over them (the average time "
+                "per operation nccl-tests report). "
+              : absl::StrCat("in up to ", absl::GetFlag(FLAGS_batches),
+                             " batches; a batch's time is its slowest rank's mean, and a "
+                             "size's time is its best batch. "),
+          "The whole sweep runs ",
           repeats,
-          " times, the libraries taking turns, and each figure is ",
+          " times, the libraries taking turns (each pass starts with the next one), and each "
+          "figure is ",
           aggregate == "median"
-              ? "the median of those passes (the best batch keeps bursts of other jobs on this "
-                "shared machine out of a pass; the median pass, unlike the best, does not "
-                "reward the library whose times spread the most). "
-              : "the best of those passes (the best batch of the best pass keeps bursts of "
-                "other jobs on this shared machine out of the comparison). ",
+              ? "the median of those passes: bursts of other jobs on this shared machine "
+                "spoil a pass, not the figure, and the median, unlike the best pass, does not "
+                "reward the library whose times spread the most. "
+              : "the best of those passes, which keeps bursts of other jobs on this shared "
+                "machine out of the comparison. ",
           "algbw = size / "
           "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for all-to-all, "
           "GB = 10^9 bytes, as nccl-tests define them. After timing, each library's result is "
