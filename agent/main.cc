@@ -31,6 +31,7 @@
 #include "common/sd_notify.h"
 #include "common/text_output.h"
 #include "prometheus/registry.h"
+#include "security/certificate_monitor.h"
 #include "security/credentials.h"
 
 ABSL_FLAG(std::string, config, "", "YAML agent config (AgentConfig); defaults when empty");
@@ -240,6 +241,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   client_options.credentials = *std::move(credentials);
+  // The certificate files' expiry and validity on /metrics (null without TLS).
+  const std::unique_ptr<security::CertificateMonitor> certificate_monitor =
+      security::CertificateMonitor::Start(config->tls(), *registry);
   if (!security::TlsEnabled(config->tls())) {
     WEFT_LOG(WARNING) << "connection to the controller " << config->controller_address()
                       << " is PLAINTEXT: no TLS, the controller cannot verify this node "

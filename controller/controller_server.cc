@@ -75,6 +75,7 @@ absl::Status ControllerServer::Start() {
                    security::MakeServerCredentials(
                        config_.tls(), std::make_shared<security::AuthProcessor>(
                                           tokens, clock_, &audit_sink_)));
+  certificate_monitor_ = security::CertificateMonitor::Start(config_.tls(), *registry_);
   if (!security::TlsEnabled(config_.tls())) {
     WEFT_LOG(WARNING) << "gRPC is PLAINTEXT on " << config_.listen_address()
                       << ": no TLS, no authentication, no roles (set tls in the config for "

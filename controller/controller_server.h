@@ -55,6 +55,7 @@
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "proto/weft/v1/config.pb.h"
+#include "security/certificate_monitor.h"
 #include "security/server_auth.h"
 
 namespace weft::controller {
@@ -145,6 +146,8 @@ class ControllerServer {
   bool stopped_ = false;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  // The TLS files' expiry and validity on /metrics (null without TLS).
+  std::unique_ptr<security::CertificateMonitor> certificate_monitor_;
   std::string listen_address_;
   int grpc_port_ = 0;
   absl::Notification stop_ticker_;

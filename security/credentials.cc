@@ -5,6 +5,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -38,38 +39,35 @@ absl::StatusOr<std::string> ReadPem(absl::string_view field, const std::string& 
   return text.str();
 }
 
-// A certificate outside its validity period would only fail the handshake later with
-// an opaque "Socket closed"; refusing it here says which file and when.
-absl::Status CheckValidNow(absl::string_view field, const std::string& path,
-                           const std::string& pem) {
+absl::Time ToTime(const ASN1_TIME* time) {
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(time, &tm) != 1) return absl::InfinitePast();
+  return absl::FromTimeT(timegm(&tm));
+}
+
+absl::StatusOr<CertificateDates> ParseCertificateDates(const std::string& path,
+                                                       const std::string& pem) {
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(
       BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
   std::unique_ptr<X509, decltype(&X509_free)> cert(
       PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
   if (cert == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tls.", field, ": '", path, "' holds no PEM certificate"));
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' holds no PEM certificate"));
   }
-  auto when = [](const ASN1_TIME* time) {
-    std::unique_ptr<BIO, decltype(&BIO_free)> out(BIO_new(BIO_s_mem()), &BIO_free);
-    ASN1_TIME_print(out.get(), time);
-    char* data = nullptr;
-    const long length = BIO_get_mem_data(out.get(), &data);
-    return std::string(data, length);
-  };
-  if (X509_cmp_current_time(X509_get0_notAfter(cert.get())) < 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "tls.", field, ": the certificate in '", path, "' expired on ",
-        when(X509_get0_notAfter(cert.get())),
-        "; the controller would refuse the TLS handshake. Renew it (deploy/pki/mint-dev-pki.sh "
-        "for development)"));
+  return CertificateDates{ToTime(X509_get0_notBefore(cert.get())),
+                          ToTime(X509_get0_notAfter(cert.get()))};
+}
+
+// A certificate outside its validity period would only fail the handshake later with
+// an opaque "Socket closed"; refusing it here says which file and when.
+absl::Status CheckValidNow(absl::string_view field, const std::string& path,
+                           const std::string& pem) {
+  absl::StatusOr<CertificateDates> dates = ParseCertificateDates(path, pem);
+  if (!dates.ok()) {
+    return absl::Status(dates.status().code(),
+                        absl::StrCat("tls.", field, ": ", dates.status().message()));
   }
-  if (X509_cmp_current_time(X509_get0_notBefore(cert.get())) > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("tls.", field, ": the certificate in '", path, "' is not valid before ",
-                     when(X509_get0_notBefore(cert.get())), " (check this host's clock)"));
-  }
-  return absl::OkStatus();
+  return CheckValidity(field, path, *dates, absl::Now());
 }
 
 // What gRPC hands every new handshake: the files re-read every refresh_interval_s
@@ -101,6 +99,36 @@ absl::StatusOr<grpc::experimental::IdentityKeyCertPair> ReadIdentity(
 }
 
 }  // namespace
+
+absl::StatusOr<CertificateDates> ReadCertificateDates(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read '", path, "' (missing, or no permission)"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseCertificateDates(path, text.str());
+}
+
+absl::Status CheckValidity(absl::string_view field, const std::string& path,
+                           const CertificateDates& dates, absl::Time now) {
+  auto when = [](absl::Time t) {
+    return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", t, absl::UTCTimeZone());
+  };
+  if (dates.not_after < now) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tls.", field, ": the certificate in '", path, "' expired on ", when(dates.not_after),
+        "; peers refuse the TLS handshake. Renew it (deploy/pki/mint-dev-pki.sh for "
+        "development)"));
+  }
+  if (dates.not_before > now) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tls.", field, ": the certificate in '", path, "' is not valid before ",
+                     when(dates.not_before), " (check this host's clock)"));
+  }
+  return absl::OkStatus();
+}
 
 bool TlsEnabled(const weft::v1::TlsConfig& tls) {
   return !tls.cert_file().empty() || !tls.key_file().empty() || !tls.ca_file().empty();

@@ -15,7 +15,8 @@
 // restart; connections already open keep the certificates they were made with. A key
 // that does not match its certificate (a renewal written halfway) is ignored until it
 // does; the files are checked (readable, PEM, within validity) only when the
-// credentials are made. 0 reads the files once (weftctl, one call per run).
+// credentials are made, and after that by CertificateMonitor (certificate_monitor.h),
+// which the daemons run beside. 0 reads the files once (weftctl, one call per run).
 //
 // Functions read files and are thread-safe.
 #ifndef WEFT_SECURITY_CREDENTIALS_H_
@@ -26,12 +27,28 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 #include "proto/weft/v1/config.pb.h"
 
 namespace weft::security {
+
+struct CertificateDates {
+  absl::Time not_before;
+  absl::Time not_after;
+};
+
+// The validity period of the first certificate in the PEM file at `path`. NOT_FOUND
+// when it cannot be read, INVALID_ARGUMENT when it holds no PEM certificate.
+absl::StatusOr<CertificateDates> ReadCertificateDates(const std::string& path);
+
+// OK when `dates` cover `now`; otherwise FAILED_PRECONDITION saying that the
+// certificate in `path` (the config field `field`, e.g. "cert_file") has expired or is
+// not yet valid, and when.
+absl::Status CheckValidity(absl::string_view field, const std::string& path,
+                           const CertificateDates& dates, absl::Time now);
 
 // Whether `tls` names any file (a config that turns TLS on).
 bool TlsEnabled(const weft::v1::TlsConfig& tls);

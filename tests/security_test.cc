@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -58,12 +59,13 @@ class SecurityTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_FALSE(pki_->empty());
     port_ = FreePort();
+    metrics_port_ = FreePort();
     address_ = absl::StrCat("127.0.0.1:", port_);
     const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     controller_log_ = TempPath(test + ".controller.log");
     controller_ = std::make_unique<Subprocess>(
         std::vector<std::string>{kController, "--listen", address_, "--metrics",
-                                 absl::StrCat("127.0.0.1:", FreePort()),
+                                 absl::StrCat("127.0.0.1:", metrics_port_),
                                  "--telemetry_interval_ms=200", "--state_dir",
                                  TempPath(test + ".state"), "--tls_cert", Pki("controller.crt"),
                                  "--tls_key", Pki("controller.key"), "--tls_ca",
@@ -147,6 +149,7 @@ class SecurityTest : public ::testing::Test {
 
   static std::string* pki_;
   int port_ = 0;
+  int metrics_port_ = 0;
   std::string address_;
   std::string controller_log_;
   std::unique_ptr<Subprocess> controller_;
@@ -158,6 +161,29 @@ std::string* SecurityTest::pki_ = nullptr;
 TEST_F(SecurityTest, AgentWithItsNodeCertificateRegistersAndReports) {
   StartAgent("gpu-a01", "gpu-a01");
   EXPECT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log() << controller_->Log();
+}
+
+TEST_F(SecurityTest, ControllerExportsWhenItsCertificatesExpire) {
+  const std::string metrics =
+      RunCommand({"/usr/bin/curl", "-sf", absl::StrCat("http://127.0.0.1:", metrics_port_,
+                                                       "/metrics")},
+                 absl::Seconds(5))
+          .out;
+  // mint-dev-pki.sh signs for 365 days from now: the gauge is a year out, to the day.
+  const double year_out = absl::ToUnixSeconds(absl::Now() + absl::Hours(24 * 365));
+  for (const char* file : {"cert", "ca"}) {
+    const std::string expiry =
+        absl::StrCat("weft_tls_certificate_expiry_timestamp_seconds{file=\"", file, "\"} ");
+    const size_t at = metrics.find(expiry);
+    ASSERT_NE(at, std::string::npos) << metrics;
+    double value = 0;
+    ASSERT_TRUE(absl::SimpleAtod(
+        metrics.substr(at + expiry.size(), metrics.find('\n', at) - at - expiry.size()), &value));
+    EXPECT_NEAR(value, year_out, 24 * 3600) << file;
+    EXPECT_NE(metrics.find(absl::StrCat("weft_tls_certificate_valid{file=\"", file, "\"} 1")),
+              std::string::npos)
+        << metrics;
+  }
 }
 
 TEST_F(SecurityTest, AgentWithoutCertificateIsRefused) {
