@@ -9,7 +9,7 @@
 //     --fault_delay_ms): the KPI regresses and the rollout rolls back;
 //   - the controller is restarted (SIGTERM) while a rollout bakes: it resumes from
 //     state_dir and completes;
-//   - the controller is killed (SIGKILL) at random moments of a rollout, several times:
+//   - the controller is killed (SIGKILL) at a random moment of each step of a rollout:
 //     after each restart the rollout is at least as far as weftctl last saw it, and it
 //     completes without a rollback;
 //   - the controller watches policy_file: the file rolls out at start, and again when
@@ -407,10 +407,23 @@ TEST_F(RolloutTest, ControllerKilledAtRandomPointsOfARolloutLosesNothing) {
   CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/1)});
   ASSERT_EQ(started.exit_status, 0) << started.err;
 
+  // One kill in each step of the rollout (canary, wave 1, wave 2), at a random moment
+  // once the step has started: while its desired state is out or while it bakes.
   int kills = 0;
   std::vector<std::string> seen;  // the phases the kills landed in, for the log
-  for (; kills < 6; ++kills) {
-    absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(200, 3000)(rng)));
+  for (uint32_t step = 0; step < 3; ++step) {
+    const std::pair<uint32_t, int> target = {
+        step, std::uniform_int_distribution<int>(0, 1)(rng)};  // 0: sent, 1: baking
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    std::optional<weft::v1::Rollout> reached;
+    while (absl::Now() < deadline) {
+      reached = Status();
+      if (reached.has_value() && Progress(*reached) >= target) break;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ASSERT_TRUE(reached.has_value() && Progress(*reached) >= target)
+        << "the rollout never reached step " << step << DumpLogs();
+    absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(0, 400)(rng)));
     // What weftctl was told last before the kill: the controller had saved it.
     std::optional<weft::v1::Rollout> before = Status();
     ASSERT_TRUE(before.has_value()) << controller_->Log();
@@ -419,6 +432,7 @@ TEST_F(RolloutTest, ControllerKilledAtRandomPointsOfARolloutLosesNothing) {
                                 before->current_step()));
     controller_->Signal(SIGKILL);
     ASSERT_EQ(controller_->Wait(absl::Seconds(10)), 128 + SIGKILL);
+    ++kills;
     StartController();
 
     std::optional<weft::v1::Rollout> after = Status();

@@ -96,11 +96,16 @@ TEST_F(FleetTest, NodesRegisterStreamAndEveryBatchIsAccepted) {
 
   fleet.Stop();
   const FleetStats stats = fleet.stats();
-  // Every batch written reached the controller and was accepted.
+  // Every batch written reached the controller and was accepted. A write that completed
+  // with ok=false while Stop cancelled the streams may still have been sent (gRPC reports
+  // the cancellation, not whether the bytes left), so those count either way.
   EXPECT_TRUE(Eventually([&] {
-    return Metric("weft_controller_telemetry_batches_total") ==
+    return Metric("weft_controller_telemetry_batches_total") >=
            static_cast<double>(stats.batches_sent - stats.write_failures);
-  })) << Metric("weft_controller_telemetry_batches_total") << " vs " << stats.batches_sent;
+  })) << Metric("weft_controller_telemetry_batches_total") << " accepted, "
+      << stats.batches_sent << " sent, " << stats.write_failures << " writes failed";
+  EXPECT_LE(Metric("weft_controller_telemetry_batches_total"),
+            static_cast<double>(stats.batches_sent));
   EXPECT_EQ(stats.register_failures, 0);
   EXPECT_EQ(stats.stream_failures, 0) << absl::StrJoin(fleet.failure_samples(), "; ");
   EXPECT_EQ(Metric("weft_controller_telemetry_rejected_total"), 0);
