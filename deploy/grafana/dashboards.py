@@ -111,6 +111,17 @@ def fleet():
             [("histogram_quantile(0.99, sum by (le) "
               f"(rate(weft_agent_collection_duration_seconds_bucket[{RATE}])))", "p99")],
             unit="s")
+    d.panel("bargauge", "TLS certificates: time left (soonest 10)",
+            [("bottomk(10, min by (job, instance, file) "
+              "(weft_tls_certificate_expiry_timestamp_seconds) - time())",
+              "{{job}} {{instance}} {{file}}")],
+            unit="s", w=12,
+            description="Until each daemon's TLS certificate expires (notAfter); "
+                        "WeftTlsCertificateExpiresSoon fires under 14 days.")
+    d.panel("stat", "TLS files without a valid certificate",
+            [("count(weft_tls_certificate_valid == 0) or vector(0)", "invalid")], w=12,
+            description="Expired, not yet valid or unreadable after a renewal; gRPC keeps "
+                        "serving them, so handshakes fail.")
     return d
 
 
