@@ -7,14 +7,6 @@
 #include "common/logging.h"
 
 namespace weft::security {
-namespace {
-
-std::string Day(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", t, absl::UTCTimeZone());
-}
-
-}  // namespace
-
 std::unique_ptr<CertificateMonitor> CertificateMonitor::Start(const weft::v1::TlsConfig& tls,
                                                               prometheus::Registry& registry,
                                                               absl::Duration interval) {
@@ -86,7 +78,7 @@ void CertificateMonitor::CheckNow() {
     if (problem != w.last_problem) {
       if (problem.empty()) {
         WEFT_LOG(INFO) << "tls." << w.label << "_file is valid again path=" << w.path
-                       << " not_after=\"" << Day(dates->not_after) << "\"";
+                       << " not_after=\"" << FormatCertificateTime(dates->not_after) << "\"";
       } else {
         WEFT_LOG(ERROR) << problem;
       }

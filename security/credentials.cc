@@ -23,20 +23,30 @@
 namespace weft::security {
 namespace {
 
-// The PEM text of the file that `field` names.
-absl::StatusOr<std::string> ReadPem(absl::string_view field, const std::string& path) {
+// The whole file at `path`; NOT_FOUND saying so when it cannot be read.
+absl::StatusOr<std::string> ReadText(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     return absl::NotFoundError(
-        absl::StrCat("tls.", field, ": cannot read '", path, "' (missing, or no permission)"));
+        absl::StrCat("cannot read '", path, "' (missing, or no permission)"));
   }
   std::stringstream text;
   text << in.rdbuf();
-  if (!absl::StrContains(text.str(), "-----BEGIN ")) {
+  return text.str();
+}
+
+// The PEM text of the file that `field` names.
+absl::StatusOr<std::string> ReadPem(absl::string_view field, const std::string& path) {
+  absl::StatusOr<std::string> text = ReadText(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("tls.", field, ": ", text.status().message()));
+  }
+  if (!absl::StrContains(*text, "-----BEGIN ")) {
     return absl::InvalidArgumentError(
         absl::StrCat("tls.", field, ": '", path, "' is not a PEM file"));
   }
-  return text.str();
+  return text;
 }
 
 absl::Time ToTime(const ASN1_TIME* time) {
@@ -101,21 +111,17 @@ absl::StatusOr<grpc::experimental::IdentityKeyCertPair> ReadIdentity(
 }  // namespace
 
 absl::StatusOr<CertificateDates> ReadCertificateDates(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read '", path, "' (missing, or no permission)"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseCertificateDates(path, text.str());
+  ASSIGN_OR_RETURN(const std::string text, ReadText(path));
+  return ParseCertificateDates(path, text);
+}
+
+std::string FormatCertificateTime(absl::Time time) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", time, absl::UTCTimeZone());
 }
 
 absl::Status CheckValidity(absl::string_view field, const std::string& path,
                            const CertificateDates& dates, absl::Time now) {
-  auto when = [](absl::Time t) {
-    return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", t, absl::UTCTimeZone());
-  };
+  const auto when = FormatCertificateTime;
   if (dates.not_after < now) {
     return absl::FailedPreconditionError(absl::StrCat(
         "tls.", field, ": the certificate in '", path, "' expired on ", when(dates.not_after),

@@ -44,6 +44,9 @@ struct CertificateDates {
 // when it cannot be read, INVALID_ARGUMENT when it holds no PEM certificate.
 absl::StatusOr<CertificateDates> ReadCertificateDates(const std::string& path);
 
+// A certificate date as errors and logs show it: "2027-11-30 19:11:43 UTC".
+std::string FormatCertificateTime(absl::Time time);
+
 // OK when `dates` cover `now`; otherwise FAILED_PRECONDITION saying that the
 // certificate in `path` (the config field `field`, e.g. "cert_file") has expired or is
 // not yet valid, and when.
