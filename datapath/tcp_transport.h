@@ -11,16 +11,17 @@
 // small-message latency to the system calls and leaves the cores to the ranks, which
 // matters when ranks outnumber cores.
 //
-// Flow control (optional, off by default): a message of at least
-// options.clear_to_send_bytes leaves only after the receiver has posted its buffer (as
-// Gloo's TCP transport does). Its 8-byte header goes at once (so a size mismatch is
-// still caught on arrival), its bytes once the receiver said "clear to send": on posting
-// each such receive it raises a counter it sends on a second, control-only connection
-// to that peer. That bounds what waits in kernel buffers for a busy receiver, but every
-// large message then waits a round trip and a wake-up of the receiver: on loopback,
-// weft-perf measured eager sends 1.1–1.8× faster for ring all-reduce at 2 and 4 ranks
-// and no slower elsewhere (docs/benchmarks.md), so by default every message is eager
-// and TCP's own window is the flow control.
+// Flow control: a message of at least options.clear_to_send_bytes (1 MiB by default)
+// leaves only after the receiver has posted its buffer (as Gloo's TCP transport does).
+// Its 8-byte header goes at once (so a size mismatch is still caught on arrival), its
+// bytes once the receiver said "clear to send": on posting each such receive it raises
+// a counter it sends on a second, control-only connection to that peer. Smaller
+// messages are eager and TCP's own window is their flow control. The threshold sits
+// above the collectives' 256 KiB ring segments, because every large message waits a
+// round trip and a wake-up of the receiver: clear-to-send from 64 KiB cost ring
+// all-reduce 10-45% on loopback. Above it, what counts is whole all-to-all blocks, and
+// there clear-to-send measured 1.3-1.5x faster than eager at 2 ranks from 16 MiB and
+// no slower at 4 and 8 (docs/benchmarks.md).
 //
 // Setup: each rank listens on options.listen_host (port 0), publishes host:port under
 // options.rendezvous_key, connects to every lower rank and accepts every higher one,
@@ -68,7 +69,7 @@ struct TcpTransportOptions {
   int socket_buffer_bytes = 0;
   // Messages of at least this many bytes wait for the receiver's clear-to-send (see
   // above); every rank of a job must use the same value. 0 sends everything eagerly.
-  size_t clear_to_send_bytes = 0;
+  size_t clear_to_send_bytes = 1 << 20;
 };
 
 class TcpTransport : public Transport {

@@ -75,15 +75,15 @@ TEST(TcpTransportTest, ExplicitSocketBuffersStillMoveLargeMessages) {
 }
 
 // With socket buffers far larger than the message, an eager send would be done before
-// the receiver posts; a message at the clear-to-send size waits for the receive.
-TEST(TcpTransportTest, ALargeSendLeavesOnlyOnceItsReceiveIsPosted) {
+// the receiver posts; by default a message of 1 MiB waits for the receive, one of
+// 512 KiB (the size of the collectives' ring segments and below) does not.
+TEST(TcpTransportTest, ByDefaultALargeSendLeavesOnlyOnceItsReceiveIsPosted) {
   TcpTransportOptions options;
   options.socket_buffer_bytes = 8 << 20;
-  options.clear_to_send_bytes = 256 * 1024;
   auto transports = MakeTcpTransports(2, options);
   ASSERT_TRUE(transports.ok());
   std::vector<char> large(1 << 20, 'L'), large_in(1 << 20);
-  std::vector<char> small(1000, 's'), small_in(1000);
+  std::vector<char> small(512 << 10, 's'), small_in(512 << 10);
   absl::Time small_sent, large_sent, large_posted;
   RunRanks(2, [&](int rank) {
     Transport& t = *(*transports)[rank];

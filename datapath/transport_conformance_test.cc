@@ -35,8 +35,9 @@ class TransportConformanceTest : public ::testing::TestWithParam<std::string> {
     const std::string& kind = GetParam();
     if (kind == "tcp" || kind == "tcp_cts") {
       TcpTransportOptions options;
-      // tcp: every message eager (the default); tcp_cts: from 4 KiB, clear-to-send.
-      if (kind == "tcp_cts") options.clear_to_send_bytes = 4096;
+      // tcp: every message eager; tcp_cts: from 4 KiB, clear-to-send (the default
+      // threshold, 1 MiB, would leave most of these sizes eager).
+      options.clear_to_send_bytes = kind == "tcp_cts" ? 4096 : 0;
       auto transports = MakeTcpTransports(size, options);
       EXPECT_TRUE(transports.ok()) << transports.status();
       if (transports.ok()) job.tcp = std::move(*transports);
