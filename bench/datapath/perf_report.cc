@@ -187,7 +187,7 @@ std::string RenderTargetLines(const ReportText& text,
   std::string out;
   for (size_t i = 1; i < text.libraries.size(); ++i) {
     const TargetCheck check =
-        CheckTargets(measurements, weft, text.libraries[i], size_t{1} << 20, size_t{64} << 10);
+        CheckTargets(measurements, weft, text.libraries[i], kBandwidthTargetFromBytes, kLatencyTargetUpToBytes);
     absl::StrAppend(
         &out,
         absl::StrFormat("- vs %s: bus bandwidth at 1 MiB and above at least %s's in %d of %d "
@@ -196,6 +196,47 @@ std::string RenderTargetLines(const ReportText& text,
                         label(i), label(i), check.bandwidth_met, check.bandwidth_cases,
                         check.worst_bandwidth_ratio, label(i), check.latency_met,
                         check.latency_cases, check.worst_latency_ratio));
+  }
+  return out;
+}
+
+std::string RenderShortfalls(const ReportText& text, const std::vector<Measurement>& measurements,
+                             const std::vector<std::vector<Measurement>>& passes,
+                             const std::string& baseline, size_t bandwidth_from_bytes,
+                             size_t latency_up_to_bytes) {
+  const std::string& weft = text.libraries.front();
+  std::string baseline_label = baseline;
+  for (size_t i = 0; i < text.libraries.size() && i < text.library_labels.size(); ++i) {
+    if (text.libraries[i] == baseline) baseline_label = text.library_labels[i];
+  }
+  auto index = Index(measurements);
+  std::vector<std::map<std::string, std::map<Key, const Measurement*>>> pass_index;
+  for (const auto& pass : passes) pass_index.push_back(Index(pass));
+  std::string out;
+  for (const auto& [key, ours] : index[weft]) {
+    auto theirs = index[baseline].find(key);
+    const size_t bytes = std::get<2>(key);
+    if (theirs == index[baseline].end()) continue;
+    if (bytes < bandwidth_from_bytes && bytes > latency_up_to_bytes) continue;
+    const double ratio = theirs->second->time_us / ours->time_us;
+    if (ratio >= 1.0) continue;
+    std::vector<std::string> by_pass;
+    int at_least = 0;
+    for (auto& pass : pass_index) {
+      auto a = pass[weft].find(key);
+      auto b = pass[baseline].find(key);
+      if (a == pass[weft].end() || b == pass[baseline].end()) continue;
+      const double pass_ratio = b->second->time_us / a->second->time_us;
+      by_pass.push_back(absl::StrFormat("%.2f", pass_ratio));
+      if (pass_ratio >= 1.0) ++at_least;
+    }
+    absl::StrAppend(
+        &out, absl::StrFormat("- below %s: %s, %d ranks, %s: %.2f× (by pass: %s; at least "
+                              "%s's in %d of %d passes)\n",
+                              baseline_label, CollectiveName(std::get<0>(key)),
+                              std::get<1>(key), FormatBytes(bytes), ratio,
+                              absl::StrJoin(by_pass, ", "), baseline_label, at_least,
+                              by_pass.size()));
   }
   return out;
 }

@@ -46,6 +46,11 @@ double BusBandwidthGBps(Collective collective, int ranks, size_t bytes, double t
 // "8 B", "64 KiB", "256 MiB".
 std::string FormatBytes(size_t bytes);
 
+// The targets: bus bandwidth at least the baseline's from 1 MiB, latency at
+// most the baseline's up to 64 KiB.
+inline constexpr size_t kBandwidthTargetFromBytes = size_t{1} << 20;
+inline constexpr size_t kLatencyTargetUpToBytes = size_t{64} << 10;
+
 // How Weft fares against one baseline on the targets: bus bandwidth at least
 // the baseline's from `bandwidth_from_bytes` up, latency at most the baseline's up to
 // `latency_up_to_bytes`. Ratios are baseline time / Weft time (above 1: Weft faster).
@@ -75,6 +80,18 @@ std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement
 // The target check alone: one "- vs <library>: ..." line per baseline.
 std::string RenderTargetLines(const ReportText& text,
                               const std::vector<Measurement>& measurements);
+
+// Every case of the target check where Weft is below `baseline` (from
+// `bandwidth_from_bytes` up, and up to `latency_up_to_bytes`), one line each, with the
+// ratio in each pass that measured both libraries: on a shared machine a figure below
+// 1× may come from one library's unlucky passes or from every pass, and only the
+// per-pass ratios tell which. "" when Weft is at least the baseline everywhere.
+//   - below Gloo: all-to-all, 8 ranks, 16 MiB: 0.97× (by pass: 0.95, 1.02, ...; at
+//     least Gloo's in 2 of 5 passes)
+std::string RenderShortfalls(const ReportText& text, const std::vector<Measurement>& measurements,
+                             const std::vector<std::vector<Measurement>>& passes,
+                             const std::string& baseline, size_t bandwidth_from_bytes,
+                             size_t latency_up_to_bytes);
 
 }  // namespace weft::bench
 

@@ -99,5 +99,34 @@ TEST(RenderMarkdownTest, TablesRatiosAndMissingCells) {
       << md;
 }
 
+TEST(RenderShortfallsTest, NamesEachCaseBelowABaselineWithItsPerPassRatios) {
+  constexpr size_t kMiB = 1 << 20;
+  auto m = [](const char* library, Collective c, size_t bytes, double us) {
+    return Measurement{library, c, 8, bytes, us, 3};
+  };
+  // 16 MiB all-to-all: below Gloo in two passes of three, above in one. 4 MiB all-reduce:
+  // above in every pass. 256 KiB: between the latency and bandwidth ranges, not checked.
+  const std::vector<std::vector<Measurement>> passes = {
+      {m("weft", Collective::kAllToAll, 16 * kMiB, 100), m("gloo", Collective::kAllToAll, 16 * kMiB, 90),
+       m("weft", Collective::kAllReduce, 4 * kMiB, 10), m("gloo", Collective::kAllReduce, 4 * kMiB, 20),
+       m("weft", Collective::kAllReduce, 256 << 10, 10), m("gloo", Collective::kAllReduce, 256 << 10, 5)},
+      {m("weft", Collective::kAllToAll, 16 * kMiB, 100), m("gloo", Collective::kAllToAll, 16 * kMiB, 110),
+       m("weft", Collective::kAllReduce, 4 * kMiB, 10), m("gloo", Collective::kAllReduce, 4 * kMiB, 12)},
+      {m("weft", Collective::kAllToAll, 16 * kMiB, 100), m("gloo", Collective::kAllToAll, 16 * kMiB, 95),
+       m("weft", Collective::kAllReduce, 4 * kMiB, 10), m("gloo", Collective::kAllReduce, 4 * kMiB, 30)},
+  };
+  ReportText text;
+  text.libraries = {"weft", "gloo"};
+  text.library_labels = {"Weft", "Gloo"};
+  const std::string lines =
+      RenderShortfalls(text, MedianOfPasses(passes), passes, "gloo", kMiB, 64 << 10);
+  EXPECT_EQ(lines,
+            "- below Gloo: all-to-all, 8 ranks, 16 MiB: 0.95× (by pass: 0.90, 1.10, 0.95; at "
+            "least Gloo's in 1 of 3 passes)\n");
+  // Nothing below (the second pass alone): nothing said.
+  EXPECT_EQ(RenderShortfalls(text, MedianOfPasses({passes[1]}), {passes[1]}, "gloo", kMiB, 64 << 10),
+            "");
+}
+
 }  // namespace
 }  // namespace weft::bench

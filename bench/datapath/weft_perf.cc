@@ -520,6 +520,14 @@ int Main(int argc, char** argv) {
     text.preamble.push_back(absl::StrCat("Failed runs: ", absl::StrJoin(failures, "; "), "."));
   }
   std::string markdown = RenderMarkdown(text, measurements);
+  if (const std::string shortfalls =
+          RenderShortfalls(text, measurements, passes, "gloo", kBandwidthTargetFromBytes,
+                           kLatencyTargetUpToBytes);
+      !shortfalls.empty()) {
+    absl::StrAppend(&markdown,
+                    "\nWhere Weft misses a target against Gloo, and its ratio in each pass:\n\n",
+                    shortfalls);
+  }
   if (repeats > 1) {
     absl::StrAppend(&markdown, "\nThe same check with each figure the ",
                     aggregate == "median" ? "best" : "median", " of the ", repeats,
