@@ -57,8 +57,8 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
       std::vector<std::string> addresses,
       ExchangeAll(rendezvous, options_.rendezvous_key, rank_, size_,
                   FormatHostPort({options_.listen_host, port}), options_.connect_timeout));
-  // Spin before sleeping only while this node's ranks fit its cores: with more ranks
-  // than cores a spinning rank takes the core a peer needs to make progress.
+  // With more ranks than cores a Wait spins only for small messages (see
+  // TcpTransportOptions::spin_before_block).
   int local_ranks = 0;
   for (const std::string& address : addresses) {
     absl::StatusOr<HostPort> parsed = ParseHostPort(address);
@@ -66,7 +66,7 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
   }
   cpu_set_t cpus;
   const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  spin_before_block_ = local_ranks <= cores ? options_.spin_before_block : absl::ZeroDuration();
+  oversubscribed_ = local_ranks > cores;
   // Connect down, accept up: connect() completes through the listen backlog, so no
   // rank waits on another's accept order.
   for (int peer = 0; peer < rank_; ++peer) {
@@ -486,6 +486,10 @@ absl::Status TcpTransport::Wait(RequestId id) {
     return absl::InvalidArgumentError(absl::StrCat("unknown or already waited request ", id));
   }
   Request* request = it->second.get();
+  const absl::Duration spin =
+      oversubscribed_ && request->num_bytes > options_.oversubscribed_spin_max_bytes
+          ? absl::ZeroDuration()
+          : options_.spin_before_block;
   bool stalled = false;
   absl::Time stalled_since;
   while (!request->complete && broken_.ok()) {
@@ -499,7 +503,7 @@ absl::Status TcpTransport::Wait(RequestId id) {
       stalled = true;
       stalled_since = now;
     }
-    if (now - stalled_since < spin_before_block_) {
+    if (now - stalled_since < spin) {
       // A reply is often a few microseconds away: look again before paying for a
       // sleep and a wake-up, but let other runnable threads have the core meanwhile.
       sched_yield();

@@ -61,10 +61,14 @@ struct TcpTransportOptions {
   // the peers it was waiting on.
   absl::Duration progress_timeout = absl::Minutes(5);
   // How long a Wait keeps checking the sockets (yielding the core in between) before
-  // it sleeps in poll(2). Spinning cuts small-message latency when ranks have cores
-  // to themselves, so it only happens when the ranks sharing this rank's listen_host
-  // number no more than the cores this process may run on; zero never spins.
+  // it sleeps in poll(2); zero never spins. Spinning saves the sleep and wake-up a
+  // short wait would cost. When the ranks sharing this rank's listen_host outnumber
+  // the cores this process may run on, a Wait spins only for a message of at most
+  // oversubscribed_spin_max_bytes: such a wait is short and the yields hand the core
+  // to the peer it waits on, while through a large message's long wait the spinning
+  // takes cycles from the peers doing the copying.
   absl::Duration spin_before_block = absl::Microseconds(20);
+  size_t oversubscribed_spin_max_bytes = 128 << 10;
   // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning on.
   int socket_buffer_bytes = 0;
   // Messages of at least this many bytes wait for the receiver's clear-to-send (see
@@ -150,7 +154,8 @@ class TcpTransport : public Transport {
   std::vector<std::unique_ptr<Request>> free_requests_;
   RequestId next_id_ = 1;
   absl::Status broken_;
-  absl::Duration spin_before_block_ = absl::ZeroDuration();
+  // Ranks on this rank's host outnumber its cores (see spin_before_block).
+  bool oversubscribed_ = false;
   std::vector<pollfd> poll_fds_;
   std::vector<int> poll_peers_;
   std::vector<bool> poll_is_control_;
