@@ -69,14 +69,24 @@ absl::Status GlooLibrary::AllToAll(const float* input, float* output, size_t cou
 }
 
 absl::StatusOr<double> GlooLibrary::MaxOverRanks(double value) {
+  return Reduce(value, &gloo::max<double>, "max");
+}
+
+absl::StatusOr<double> GlooLibrary::SumOverRanks(double value) {
+  return Reduce(value, &gloo::sum<double>, "sum");
+}
+
+absl::StatusOr<double> GlooLibrary::Reduce(double value,
+                                           void (*reduce)(void*, const void*, const void*, size_t),
+                                           const char* name) {
   try {
     gloo::AllreduceOptions options(context_);
     options.setOutput(&value, 1);
-    options.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
+    options.setReduceFunction(static_cast<ReduceFn>(reduce));
     gloo::allreduce(options);
     return value;
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("gloo::allreduce(max): ", e.what()));
+    return absl::UnavailableError(absl::StrCat("gloo::allreduce(", name, "): ", e.what()));
   }
 }
 

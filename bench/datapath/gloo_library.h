@@ -34,8 +34,12 @@ class GlooLibrary : public CollectiveLibrary {
   absl::Status AllReduceSum(float* data, size_t count) override;
   absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) override;
   absl::StatusOr<double> MaxOverRanks(double value) override;
+  absl::StatusOr<double> SumOverRanks(double value) override;
 
  private:
+  absl::StatusOr<double> Reduce(double value, void (*reduce)(void*, const void*, const void*,
+                                                             size_t),
+                                const char* name);
   explicit GlooLibrary(std::shared_ptr<gloo::Context> context) : context_(std::move(context)) {}
   std::shared_ptr<gloo::Context> context_;
 };

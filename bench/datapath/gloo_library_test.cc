@@ -38,6 +38,9 @@ TEST(GlooLibraryTest, AllReduceAllToAllAndMax) {
       auto max = (*gloo)->MaxOverRanks(rank * 1.5);
       ASSERT_TRUE(max.ok());
       EXPECT_EQ(*max, 3.0);
+      auto sum = (*gloo)->SumOverRanks(rank * 1.5);
+      ASSERT_TRUE(sum.ok());
+      EXPECT_EQ(*sum, 4.5);
     });
   }
   for (auto& t : threads) t.join();

@@ -37,15 +37,17 @@ class MpiLibrary : public CollectiveLibrary {
     return Check(MPI_Alltoall(input, count, MPI_FLOAT, output, count, MPI_FLOAT, MPI_COMM_WORLD),
                  "MPI_Alltoall");
   }
-  absl::StatusOr<double> MaxOverRanks(double value) override {
+  absl::StatusOr<double> MaxOverRanks(double value) override { return Reduce(value, MPI_MAX); }
+  absl::StatusOr<double> SumOverRanks(double value) override { return Reduce(value, MPI_SUM); }
+
+ private:
+  static absl::StatusOr<double> Reduce(double value, MPI_Op op) {
     absl::Status status =
-        Check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+        Check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, op, MPI_COMM_WORLD),
               "MPI_Allreduce");
     if (!status.ok()) return status;
     return value;
   }
-
- private:
   static absl::Status Check(int code, const char* call) {
     if (code == MPI_SUCCESS) return absl::OkStatus();
     return absl::InternalError(std::string(call) + " failed");

@@ -48,7 +48,10 @@ std::vector<Measurement> MedianOfPasses(const std::vector<std::vector<Measuremen
     });
     const size_t mid = group.size() / 2;
     Measurement median = group.size() % 2 == 1 ? group[mid] : group[mid - 1];
-    if (group.size() % 2 == 0) median.time_us = (group[mid - 1].time_us + group[mid].time_us) / 2;
+    if (group.size() % 2 == 0) {
+      median.time_us = (group[mid - 1].time_us + group[mid].time_us) / 2;
+      median.cpu_us = (group[mid - 1].cpu_us + group[mid].cpu_us) / 2;
+    }
     medians.push_back(median);
   }
   return medians;
@@ -90,6 +93,18 @@ std::string Time(double us) {
   if (us >= 1e5) return absl::StrFormat("%.0f", us);
   if (us >= 100) return absl::StrFormat("%.0f", us);
   return absl::StrFormat("%.1f", us);
+}
+
+// The label `library` is shown with ("gloo" -> "Gloo").
+std::string LabelOf(const ReportText& text, const std::string& library) {
+  for (size_t i = 0; i < text.libraries.size() && i < text.library_labels.size(); ++i) {
+    if (text.libraries[i] == library) return text.library_labels[i];
+  }
+  return library;
+}
+
+std::string CpuTime(double us) {
+  return us >= 1000 ? absl::StrFormat("%.1f ms", us / 1000) : absl::StrFormat("%.0f µs", us);
 }
 
 }  // namespace
@@ -200,15 +215,36 @@ std::string RenderTargetLines(const ReportText& text,
   return out;
 }
 
+std::string RenderCpuComparison(const ReportText& text,
+                                const std::vector<Measurement>& measurements,
+                                const std::string& baseline, size_t from_bytes) {
+  const std::string& weft = text.libraries.front();
+  auto index = Index(measurements);
+  std::vector<double> ratios;
+  for (const auto& [key, ours] : index[weft]) {
+    auto theirs = index[baseline].find(key);
+    if (theirs == index[baseline].end() || std::get<2>(key) < from_bytes) continue;
+    if (ours->cpu_us <= 0 || theirs->second->cpu_us <= 0) continue;
+    ratios.push_back(ours->cpu_us / theirs->second->cpu_us);
+  }
+  if (ratios.empty()) return "";
+  std::sort(ratios.begin(), ratios.end());
+  const size_t mid = ratios.size() / 2;
+  const double median =
+      ratios.size() % 2 == 1 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
+  return absl::StrFormat(
+      "Weft's CPU per operation (every rank's process, user and kernel) from %s is "
+      "%.2f-%.2f× %s's (median %.2f×, %d cases).\n",
+      FormatBytes(from_bytes), ratios.front(), ratios.back(), LabelOf(text, baseline), median,
+      ratios.size());
+}
+
 std::string RenderShortfalls(const ReportText& text, const std::vector<Measurement>& measurements,
                              const std::vector<std::vector<Measurement>>& passes,
                              const std::string& baseline, size_t bandwidth_from_bytes,
                              size_t latency_up_to_bytes) {
   const std::string& weft = text.libraries.front();
-  std::string baseline_label = baseline;
-  for (size_t i = 0; i < text.libraries.size() && i < text.library_labels.size(); ++i) {
-    if (text.libraries[i] == baseline) baseline_label = text.library_labels[i];
-  }
+  const std::string baseline_label = LabelOf(text, baseline);
   auto index = Index(measurements);
   std::vector<std::map<std::string, std::map<Key, const Measurement*>>> pass_index;
   for (const auto& pass : passes) pass_index.push_back(Index(pass));
@@ -230,13 +266,19 @@ std::string RenderShortfalls(const ReportText& text, const std::vector<Measureme
       by_pass.push_back(absl::StrFormat("%.2f", pass_ratio));
       if (pass_ratio >= 1.0) ++at_least;
     }
+    std::string cpu;
+    if (ours->cpu_us > 0 && theirs->second->cpu_us > 0) {
+      cpu = absl::StrFormat("; CPU per operation, all ranks: Weft %s, %s %s",
+                            CpuTime(ours->cpu_us), baseline_label,
+                            CpuTime(theirs->second->cpu_us));
+    }
     absl::StrAppend(
         &out, absl::StrFormat("- below %s: %s, %d ranks, %s: %.2f× (by pass: %s; at least "
-                              "%s's in %d of %d passes)\n",
+                              "%s's in %d of %d passes%s)\n",
                               baseline_label, CollectiveName(std::get<0>(key)),
                               std::get<1>(key), FormatBytes(bytes), ratio,
                               absl::StrJoin(by_pass, ", "), baseline_label, at_least,
-                              by_pass.size()));
+                              by_pass.size(), cpu));
   }
   return out;
 }

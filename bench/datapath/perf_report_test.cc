@@ -102,7 +102,7 @@ TEST(RenderMarkdownTest, TablesRatiosAndMissingCells) {
 TEST(RenderShortfallsTest, NamesEachCaseBelowABaselineWithItsPerPassRatios) {
   constexpr size_t kMiB = 1 << 20;
   auto m = [](const char* library, Collective c, size_t bytes, double us) {
-    return Measurement{library, c, 8, bytes, us, 3};
+    return Measurement{library, c, 8, bytes, us, 3, 20 * us};
   };
   // 16 MiB all-to-all: below Gloo in two passes of three, above in one. 4 MiB all-reduce:
   // above in every pass. 256 KiB: between the latency and bandwidth ranges, not checked.
@@ -122,7 +122,12 @@ TEST(RenderShortfallsTest, NamesEachCaseBelowABaselineWithItsPerPassRatios) {
       RenderShortfalls(text, MedianOfPasses(passes), passes, "gloo", kMiB, 64 << 10);
   EXPECT_EQ(lines,
             "- below Gloo: all-to-all, 8 ranks, 16 MiB: 0.95× (by pass: 0.90, 1.10, 0.95; at "
-            "least Gloo's in 1 of 3 passes)\n");
+            "least Gloo's in 1 of 3 passes; CPU per operation, all ranks: Weft 2.0 ms, Gloo "
+            "1.9 ms)\n");
+  // CPU: 20× each time in every case, so equal ratios for the like-for-like cases.
+  EXPECT_EQ(RenderCpuComparison(text, MedianOfPasses(passes), "gloo", kMiB),
+            "Weft's CPU per operation (every rank's process, user and kernel) from 1 MiB is "
+            "0.50-1.05× Gloo's (median 0.78×, 2 cases).\n");
   // Nothing below (the second pass alone): nothing said.
   EXPECT_EQ(RenderShortfalls(text, MedianOfPasses({passes[1]}), {passes[1]}, "gloo", kMiB, 64 << 10),
             "");

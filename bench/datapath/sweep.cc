@@ -51,6 +51,7 @@ absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
   std::vector<Measurement> out;
   CollectiveHooks hooks;
   hooks.max_over_ranks = [&](double v) { return ops.MaxOverRanks(v); };
+  hooks.sum_over_ranks = [&](double v) { return ops.SumOverRanks(v); };
   if (config.all_reduce) {
     for (size_t bytes : config.sizes) {
       const size_t count = std::max<size_t>(bytes / sizeof(float), 1);
@@ -64,7 +65,8 @@ absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
       }
       RETURN_IF_ERROR(CheckAllReduce(config, ops, data));
       out.push_back(Measurement{library, Collective::kAllReduce, config.ranks,
-                                count * sizeof(float), timing->time_us, timing->iterations});
+                                count * sizeof(float), timing->time_us, timing->iterations,
+                                timing->cpu_us});
     }
   }
   if (config.all_to_all) {
@@ -81,7 +83,7 @@ absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
       }
       RETURN_IF_ERROR(CheckAllToAll(config, ops, input, output, count));
       out.push_back(Measurement{library, Collective::kAllToAll, config.ranks, bytes,
-                                timing->time_us, timing->iterations});
+                                timing->time_us, timing->iterations, timing->cpu_us});
     }
   }
   return out;

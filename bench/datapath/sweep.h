@@ -24,6 +24,7 @@ class CollectiveLibrary {
   // input and output hold ranks × count_per_rank floats.
   virtual absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) = 0;
   virtual absl::StatusOr<double> MaxOverRanks(double value) = 0;
+  virtual absl::StatusOr<double> SumOverRanks(double value) = 0;
 };
 
 struct SweepConfig {

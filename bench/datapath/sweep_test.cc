@@ -25,6 +25,7 @@ class LocalLibrary : public CollectiveLibrary {
     return absl::OkStatus();
   }
   absl::StatusOr<double> MaxOverRanks(double value) override { return value; }
+  absl::StatusOr<double> SumOverRanks(double value) override { return value; }
 
  private:
   bool lazy_;
@@ -71,6 +72,9 @@ TEST(RunSweepTest, WeftOverTcpPassesItsOwnChecks) {
     ASSERT_TRUE(measurements.ok()) << measurements.status();
     EXPECT_EQ(measurements->size(), 4u);
     EXPECT_EQ((*measurements)[2].bytes, 12u);  // all-to-all: 8 B rounded up to 1 float × 3 ranks
+    // The three ranks are threads of this one process, so each rank's process CPU
+    // counts all three: the sum is at least the CPU of one run.
+    for (const Measurement& m : *measurements) EXPECT_GT(m.cpu_us, 0) << m.bytes;
   });
 }
 

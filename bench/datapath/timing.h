@@ -5,6 +5,10 @@
 // rank's mean time per run; the reported time is the best batch. One batch gives the mean
 // over every run, as nccl-tests report; more batches keep a burst of unrelated load out of
 // the figure, but also favour a library whose times spread (its best batch is luckier).
+// Beside the time, the CPU the ranks' processes spent per run (every thread, user and
+// kernel: on loopback the kernel's copies are most of it), summed over the ranks: where
+// the ranks outnumber the cores, both libraries may be bound by the same copying, and
+// equal CPU per run says so.
 //
 // Thread-compatible: one call at a time per rank.
 #ifndef WEFT_BENCH_DATAPATH_TIMING_H_
@@ -30,13 +34,21 @@ struct TimingPolicy {
 struct Timing {
   double time_us = 0;
   int iterations = 0;
+  double cpu_us = 0;  // all ranks' CPU time per run, in the reported batch
 };
+
+// CLOCK_PROCESS_CPUTIME_ID in seconds.
+double ProcessCpuSeconds();
 
 // The collective under test, as a library offers it.
 struct CollectiveHooks {
   std::function<absl::Status()> run_once;
-  // All ranks' maximum of `value` (the library's own all-reduce); also a barrier.
+  // All ranks' maximum / sum of `value` (the library's own all-reduce); also barriers.
+  // Without sum_over_ranks the CPU is not measured (cpu_us 0).
   std::function<absl::StatusOr<double>(double value)> max_over_ranks;
+  std::function<absl::StatusOr<double>(double value)> sum_over_ranks;
+  // This rank's CPU seconds so far (every thread of its process).
+  std::function<double()> cpu_seconds = ProcessCpuSeconds;
 };
 
 absl::StatusOr<Timing> TimeCollective(const CollectiveHooks& hooks, const TimingPolicy& policy);
@@ -50,7 +62,7 @@ std::vector<size_t> SweepSizes(size_t max_bytes);
 size_t AllToAllBytes(size_t bytes, int ranks);
 
 // One measurement per line between a rank-0 worker and weft-perf:
-//   <library> <all-reduce|all-to-all> <ranks> <bytes> <time_us> <iterations>
+//   <library> <all-reduce|all-to-all> <ranks> <bytes> <time_us> <iterations> <cpu_us>
 // Lines starting with '#' are notes and skipped.
 std::string SerializeMeasurement(const Measurement& m);
 absl::StatusOr<std::vector<Measurement>> ParseMeasurements(const std::string& text);

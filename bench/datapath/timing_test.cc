@@ -62,6 +62,26 @@ TEST(TimeCollectiveTest, ReportsTheSlowestRank) {
   EXPECT_GE(timing->time_us, 1e6);  // the "other rank" took a second longer
 }
 
+TEST(TimeCollectiveTest, ReportsEveryRanksCpuPerRunInTheReportedBatch) {
+  CollectiveHooks hooks;
+  double cpu = 0;
+  hooks.run_once = [&] {
+    cpu += 0.002;  // this rank spends 2 ms of CPU per run
+    return absl::OkStatus();
+  };
+  hooks.cpu_seconds = [&] { return cpu; };
+  hooks.max_over_ranks = [](double v) -> absl::StatusOr<double> { return v; };
+  // Four ranks, each spending what this one does.
+  hooks.sum_over_ranks = [](double v) -> absl::StatusOr<double> { return 4 * v; };
+  TimingPolicy policy;
+  policy.budget_seconds = 0;
+  policy.min_iterations = 5;
+  policy.batches = 1;
+  absl::StatusOr<Timing> timing = TimeCollective(hooks, policy);
+  ASSERT_TRUE(timing.ok());
+  EXPECT_NEAR(timing->cpu_us, 8000, 1e-6);
+}
+
 TEST(TimeCollectiveTest, PropagatesFailures) {
   CollectiveHooks hooks;
   hooks.run_once = [] { return absl::UnavailableError("peer gone"); };
@@ -84,7 +104,7 @@ TEST(AllToAllBytesTest, WholeFloatsPerRank) {
 }
 
 TEST(MeasurementLinesTest, RoundTrip) {
-  Measurement m{"gloo", Collective::kAllToAll, 8, 4096, 12.5, 40};
+  Measurement m{"gloo", Collective::kAllToAll, 8, 4096, 12.5, 40, 250.5};
   auto parsed = ParseMeasurements(SerializeMeasurement(m) + SerializeMeasurement(m));
   ASSERT_TRUE(parsed.ok());
   ASSERT_EQ(parsed->size(), 2u);
@@ -92,7 +112,9 @@ TEST(MeasurementLinesTest, RoundTrip) {
   EXPECT_EQ((*parsed)[1].collective, Collective::kAllToAll);
   EXPECT_EQ((*parsed)[1].bytes, 4096u);
   EXPECT_DOUBLE_EQ((*parsed)[1].time_us, 12.5);
-  EXPECT_FALSE(ParseMeasurements("gloo all-gather 2 8 1 1\n").ok());
+  EXPECT_DOUBLE_EQ((*parsed)[1].cpu_us, 250.5);
+  EXPECT_FALSE(ParseMeasurements("gloo all-gather 2 8 1 1 1\n").ok());
+  EXPECT_FALSE(ParseMeasurements("gloo all-to-all 2 8 1 1\n").ok()) << "no CPU field";
 }
 
 }  // namespace

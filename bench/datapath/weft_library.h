@@ -18,13 +18,19 @@ class WeftLibrary : public CollectiveLibrary {
     return comm_.AllToAll(input, output, count_per_rank, datapath::DataType::kFloat32);
   }
   absl::StatusOr<double> MaxOverRanks(double value) override {
-    absl::Status status =
-        comm_.AllReduce(&value, 1, datapath::DataType::kFloat64, datapath::ReduceOp::kMax);
+    return Reduce(value, datapath::ReduceOp::kMax);
+  }
+  absl::StatusOr<double> SumOverRanks(double value) override {
+    return Reduce(value, datapath::ReduceOp::kSum);
+  }
+
+ private:
+  absl::StatusOr<double> Reduce(double value, datapath::ReduceOp op) {
+    absl::Status status = comm_.AllReduce(&value, 1, datapath::DataType::kFloat64, op);
     if (!status.ok()) return status;
     return value;
   }
 
- private:
   datapath::Communicator& comm_;
 };
 

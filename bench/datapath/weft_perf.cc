@@ -42,6 +42,10 @@
 #include "datapath/verbs_ibv.h"
 
 ABSL_FLAG(std::string, out, "", "Also write the markdown section to this file.");
+ABSL_FLAG(std::string, raw_out, "",
+          "Also write every pass's measurements to this file, one line each (library, "
+          "collective, ranks, bytes, time_us, iterations, cpu_us), each pass after a line "
+          "'# pass N'.");
 ABSL_FLAG(std::string, ranks, "2,4,8", "Rank counts to run.");
 ABSL_FLAG(std::string, libraries, "weft,gloo,mpi", "Libraries to run (weft, gloo, mpi).");
 ABSL_FLAG(uint64_t, max_bytes, 256u << 20, "Largest size in bytes.");
@@ -520,6 +524,11 @@ int Main(int argc, char** argv) {
     text.preamble.push_back(absl::StrCat("Failed runs: ", absl::StrJoin(failures, "; "), "."));
   }
   std::string markdown = RenderMarkdown(text, measurements);
+  std::string cpu;
+  for (size_t i = 1; i < columns.size(); ++i) {
+    cpu += RenderCpuComparison(text, measurements, columns[i], kBandwidthTargetFromBytes);
+  }
+  if (!cpu.empty()) absl::StrAppend(&markdown, "\n", cpu);
   if (const std::string shortfalls =
           RenderShortfalls(text, measurements, passes, "gloo", kBandwidthTargetFromBytes,
                            kLatencyTargetUpToBytes);
@@ -535,6 +544,17 @@ int Main(int argc, char** argv) {
                     RenderTargetLines(text, aggregate == "median" ? best : median));
   }
   std::fputs(markdown.c_str(), stdout);
+  if (!absl::GetFlag(FLAGS_raw_out).empty()) {
+    std::ofstream raw(absl::GetFlag(FLAGS_raw_out));
+    for (size_t p = 0; p < passes.size(); ++p) {
+      raw << "# pass " << p + 1 << "\n";
+      for (const Measurement& m : passes[p]) raw << SerializeMeasurement(m);
+    }
+    if (!raw) {
+      std::fprintf(stderr, "cannot write %s\n", absl::GetFlag(FLAGS_raw_out).c_str());
+      return 1;
+    }
+  }
   if (!absl::GetFlag(FLAGS_out).empty()) {
     std::ofstream file(absl::GetFlag(FLAGS_out));
     file << markdown;
