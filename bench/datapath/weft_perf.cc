@@ -503,8 +503,11 @@ int Main(int argc, char** argv) {
                 "machine out of the comparison. ",
           "algbw = size / "
           "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for all-to-all, "
-          "GB = 10^9 bytes, as nccl-tests define them. After timing, each library's result is "
-          "checked on known data."),
+          "GB = 10^9 bytes, as nccl-tests define them. CPU per operation is the CPU time of "
+          "every rank's process (all its threads, user and kernel, so the kernel's loopback "
+          "copies too) over the same runs, summed over the ranks: with more ranks than cores "
+          "it shows whether two libraries are bound by the same work. After timing, each "
+          "library's result is checked on known data."),
       absl::StrCat(
           "Caps: sizes run from ", FormatBytes(absl::GetFlag(FLAGS_min_bytes)), " to ",
           cap8 == cap
