@@ -60,6 +60,8 @@ ABSL_FLAG(int64_t, weft_clear_to_send_bytes, -1,
           "Weft TCP: messages from this size wait for the receiver's clear-to-send (0: all "
           "eager; -1: the default).");
 ABSL_FLAG(int, weft_ring_window, 0, "Weft all-reduce ring window (0: the default).");
+ABSL_FLAG(int64_t, weft_small_allreduce_bytes, -1,
+          "Weft all-reduce: recursive doubling up to this size, ring above (-1: the default).");
 ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
 ABSL_FLAG(double, budget_seconds, 0.15, "Timed seconds per size and library.");
 ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
@@ -153,6 +155,10 @@ int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKin
   datapath::CommunicatorOptions options;
   if (absl::GetFlag(FLAGS_weft_segment_bytes) > 0) {
     options.segment_bytes = absl::GetFlag(FLAGS_weft_segment_bytes);
+  }
+  if (absl::GetFlag(FLAGS_weft_small_allreduce_bytes) >= 0) {
+    options.small_allreduce_bytes =
+        static_cast<size_t>(absl::GetFlag(FLAGS_weft_small_allreduce_bytes));
   }
   if (absl::GetFlag(FLAGS_weft_ring_window) > 0) {
     options.ring_window = absl::GetFlag(FLAGS_weft_ring_window);
