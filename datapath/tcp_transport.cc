@@ -18,8 +18,8 @@
 namespace weft::datapath {
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x31544657;    // "WFT1": the data connection
-constexpr uint32_t kControlMagic = 0x31434657;  // "WFC1": the clear-to-send connection
+constexpr uint32_t kHelloMagic = 0x32544657;    // "WFT2": the data connection
+constexpr uint32_t kControlMagic = 0x32434657;  // "WFC2": the clear-to-send connection
 constexpr size_t kHeaderBytes = 8;
 constexpr int kMaxIov = 64;
 
@@ -28,6 +28,9 @@ struct Hello {
   uint32_t from_rank;
   uint32_t to_rank;
   uint32_t size;
+  // Ranks that disagree on it would wait forever: one for a clear-to-send the other
+  // never sends.
+  uint64_t clear_to_send_bytes;
 };
 
 }  // namespace
@@ -79,7 +82,7 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
                                          fd.status().message()));
       }
       const Hello hello{magic, static_cast<uint32_t>(rank_), static_cast<uint32_t>(peer),
-                        static_cast<uint32_t>(size_)};
+                        static_cast<uint32_t>(size_), options_.clear_to_send_bytes};
       RETURN_IF_ERROR(WriteFull(fd->get(), &hello, sizeof(hello), deadline));
       (magic == kHelloMagic ? peers_[peer].fd : peers_[peer].control) = std::move(*fd);
     }
@@ -108,6 +111,12 @@ absl::Status TcpTransport::Connect(Rendezvous& rendezvous) {
       return absl::FailedPreconditionError(absl::StrCat(
           "rank ", rank_, ": refused a connection claiming rank ", hello.from_rank, " of ",
           hello.size, " (to rank ", hello.to_rank, "); is another job using this address?"));
+    }
+    if (hello.clear_to_send_bytes != options_.clear_to_send_bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rank ", rank_, ": rank ", hello.from_rank, " sends with clear_to_send_bytes ",
+          hello.clear_to_send_bytes, " and this rank with ", options_.clear_to_send_bytes,
+          "; every rank of a job must use the same TcpTransportOptions"));
     }
     (hello.magic == kHelloMagic ? peers_[hello.from_rank].fd : peers_[hello.from_rank].control) =
         std::move(*fd);

@@ -17,17 +17,18 @@
 // bytes once the receiver said "clear to send": on posting each such receive it raises
 // a counter it sends on a second, control-only connection to that peer. Smaller
 // messages are eager and TCP's own window is their flow control. The threshold sits
-// above the collectives' 256 KiB ring segments, because every large message waits a
-// round trip and a wake-up of the receiver: clear-to-send from 64 KiB cost ring
-// all-reduce 10-45% on loopback. Above it, what counts is whole all-to-all blocks, and
-// there clear-to-send measured 1.3-1.5x faster than eager at 2 ranks from 16 MiB and
-// no slower at 4 and 8 (docs/benchmarks.md).
+// above the 256 KiB segments of ring all-reduce and broadcast, because every large
+// message waits for the receiver's clear and a wake-up: clear-to-send from 64 KiB cost
+// ring all-reduce 10-45% on loopback. What it reaches is whole blocks: all-to-all's
+// (there clear-to-send measured 1.3-1.5x faster than eager at 2 ranks from 16 MiB and
+// no slower at 4 and 8, docs/benchmarks.md) and all-gather's ring steps, which move a
+// rank's whole block once it is 1 MiB or more (not measured by weft-perf).
 //
 // Setup: each rank listens on options.listen_host (port 0), publishes host:port under
 // options.rendezvous_key, connects to every lower rank and accepts every higher one,
 // twice per pair (data, then control). The hello on each connection carries the
-// ranks, the job size and which connection it is, so a stray or mis-ranked connection
-// is refused.
+// ranks, the job size, which connection it is and the clear-to-send threshold, so a
+// stray or mis-ranked connection, or a rank configured differently, is refused.
 //
 // Thread-safety: as Transport: one thread at a time.
 #ifndef WEFT_DATAPATH_TCP_TRANSPORT_H_
@@ -64,9 +65,9 @@ struct TcpTransportOptions {
   // it sleeps in poll(2); zero never spins. Spinning saves the sleep and wake-up a
   // short wait would cost. When the ranks sharing this rank's listen_host outnumber
   // the cores this process may run on, a Wait spins only for a message of at most
-  // oversubscribed_spin_max_bytes: such a wait is short and the yields hand the core
-  // to the peer it waits on, while through a large message's long wait the spinning
-  // takes cycles from the peers doing the copying.
+  // oversubscribed_spin_max_bytes: such a wait is short and each yield lets the other
+  // ranks run, while through a large message's long wait the spinning takes cycles
+  // from the peers doing the copying.
   absl::Duration spin_before_block = absl::Microseconds(20);
   size_t oversubscribed_spin_max_bytes = 128 << 10;
   // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning on.

@@ -1,6 +1,9 @@
 // TCP-specific behaviour; the shared contract is in transport_conformance_test.cc.
 #include "datapath/tcp_transport.h"
 
+#include <sched.h>
+#include <time.h>
+
 #include <memory>
 #include <vector>
 
@@ -45,6 +48,25 @@ TEST(TcpTransportTest, SetupNamesTheRanksThatNeverCame) {
       << transport.status();
 }
 
+// Ranks that disagree on the clear-to-send threshold would hang on the first large
+// message (one waits for a clear the other never sends); the accepting rank refuses.
+TEST(TcpTransportTest, RanksWithDifferentClearToSendThresholdsAreRefused) {
+  InProcessRendezvous rendezvous;
+  TcpTransportOptions options;
+  options.connect_timeout = absl::Seconds(10);
+  absl::StatusOr<std::unique_ptr<TcpTransport>> accepting, connecting;
+  RunRanks(2, [&](int rank) {
+    TcpTransportOptions mine = options;
+    if (rank == 1) mine.clear_to_send_bytes = 0;
+    (rank == 0 ? accepting : connecting) = TcpTransport::Create(rank, 2, rendezvous, mine);
+  });
+  EXPECT_EQ(accepting.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(accepting.status().message().find(
+                "rank 0: rank 1 sends with clear_to_send_bytes 0 and this rank with 1048576"),
+            absl::string_view::npos)
+      << accepting.status();
+}
+
 TEST(TcpTransportTest, RejectsRankOutsideTheJob) {
   InProcessRendezvous rendezvous;
   EXPECT_EQ(TcpTransport::Create(3, 3, rendezvous, {}).status().code(),
@@ -76,14 +98,14 @@ TEST(TcpTransportTest, ExplicitSocketBuffersStillMoveLargeMessages) {
 
 // With socket buffers far larger than the message, an eager send would be done before
 // the receiver posts; by default a message of 1 MiB waits for the receive, one of
-// 512 KiB (the size of the collectives' ring segments and below) does not.
+// 300 KiB (above the collectives' 256 KiB ring segments) does not.
 TEST(TcpTransportTest, ByDefaultALargeSendLeavesOnlyOnceItsReceiveIsPosted) {
   TcpTransportOptions options;
   options.socket_buffer_bytes = 8 << 20;
   auto transports = MakeTcpTransports(2, options);
   ASSERT_TRUE(transports.ok());
   std::vector<char> large(1 << 20, 'L'), large_in(1 << 20);
-  std::vector<char> small(512 << 10, 's'), small_in(512 << 10);
+  std::vector<char> small(300 << 10, 's'), small_in(300 << 10);
   absl::Time small_sent, large_sent, large_posted;
   RunRanks(2, [&](int rank) {
     Transport& t = *(*transports)[rank];
@@ -118,6 +140,49 @@ TEST(TcpTransportTest, ASendWaitingForItsClearSaysSoOnTimeout) {
                 "send to rank 1 (0 of 8192 bytes, waiting for its clear-to-send)"),
             absl::string_view::npos)
       << status;
+}
+
+// With more ranks than cores (here both ranks' threads are pinned to one core), a Wait
+// spins only for a message of at most oversubscribed_spin_max_bytes: waiting on a small
+// one burns CPU until it arrives, waiting on a large one sleeps in poll(2).
+TEST(TcpTransportTest, WithMoreRanksThanCoresOnlySmallMessagesAreSpunFor) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  int first_cpu = 0;
+  while (!CPU_ISSET(first_cpu, &saved)) ++first_cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first_cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // the rank threads inherit it
+  TcpTransportOptions options;
+  options.spin_before_block = absl::Seconds(10);
+  options.oversubscribed_spin_max_bytes = 4096;
+  auto transports = MakeTcpTransports(2, options);
+  ASSERT_TRUE(transports.ok()) << transports.status();
+  // CPU milliseconds the receiving rank spends in a Recv whose message comes 400 ms late.
+  auto receiver_cpu_ms = [&](size_t bytes) {
+    std::vector<char> out(bytes, 'x'), in(bytes);
+    double cpu_ms = -1;
+    RunRanks(2, [&](int rank) {
+      if (rank == 0) {
+        absl::SleepFor(absl::Milliseconds(400));
+        EXPECT_TRUE((*transports)[0]->Send(1, out.data(), out.size()).ok());
+        return;
+      }
+      timespec start, end;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+      EXPECT_TRUE((*transports)[1]->Recv(0, in.data(), in.size()).ok());
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
+      cpu_ms = (end.tv_sec - start.tv_sec) * 1e3 + (end.tv_nsec - start.tv_nsec) / 1e6;
+    });
+    EXPECT_EQ(in, out);
+    return cpu_ms;
+  };
+  const double small = receiver_cpu_ms(1024);
+  const double large = receiver_cpu_ms(64 << 10);
+  sched_setaffinity(0, sizeof(saved), &saved);
+  EXPECT_GT(small, 80) << "a 1 KiB wait spins (it has the core to itself most of 400 ms)";
+  EXPECT_LT(large, 40) << "a 64 KiB wait sleeps";
 }
 
 TEST(TcpTransportTest, ClearToSendOffIsEager) {

@@ -233,9 +233,9 @@ std::string RenderCpuComparison(const ReportText& text,
   const double median =
       ratios.size() % 2 == 1 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
   return absl::StrFormat(
-      "Weft's CPU per operation (every rank's process, user and kernel) from %s is "
+      "%s's CPU per operation (every rank's process, user and kernel) from %s is "
       "%.2f-%.2f× %s's (median %.2f×, %d cases).\n",
-      FormatBytes(from_bytes), ratios.front(), ratios.back(), LabelOf(text, baseline), median,
+      LabelOf(text, weft), FormatBytes(from_bytes), ratios.front(), ratios.back(), LabelOf(text, baseline), median,
       ratios.size());
 }
 
@@ -268,8 +268,8 @@ std::string RenderShortfalls(const ReportText& text, const std::vector<Measureme
     }
     std::string cpu;
     if (ours->cpu_us > 0 && theirs->second->cpu_us > 0) {
-      cpu = absl::StrFormat("; CPU per operation, all ranks: Weft %s, %s %s",
-                            CpuTime(ours->cpu_us), baseline_label,
+      cpu = absl::StrFormat("; CPU per operation, all ranks: %s %s, %s %s",
+                            LabelOf(text, weft), CpuTime(ours->cpu_us), baseline_label,
                             CpuTime(theirs->second->cpu_us));
     }
     absl::StrAppend(

@@ -46,6 +46,14 @@ TEST(MedianOfPassesTest, MedianPerCaseOverThePassesThatMeasuredIt) {
   // Even count: the mean of the middle two, not the lucky 1.0 a best-of would keep.
   EXPECT_EQ(median[1].library, "gloo");
   EXPECT_EQ(median[1].time_us, 25.5);
+  EXPECT_EQ(median[0].cpu_us, 0);  // not measured in these passes
+  // CPU follows the time: the median pass's, or the mean of the middle two.
+  const std::vector<Measurement> with_cpu = MedianOfPasses({
+      {{"weft", Collective::kAllReduce, 2, 8, 10.0, 5, 30.0}},
+      {{"weft", Collective::kAllReduce, 2, 8, 30.0, 5, 70.0}},
+  });
+  ASSERT_EQ(with_cpu.size(), 1u);
+  EXPECT_EQ(with_cpu[0].cpu_us, 50.0);
   EXPECT_TRUE(MedianOfPasses({}).empty());
 }
 
@@ -106,10 +114,12 @@ TEST(RenderShortfallsTest, NamesEachCaseBelowABaselineWithItsPerPassRatios) {
   };
   // 16 MiB all-to-all: below Gloo in two passes of three, above in one. 4 MiB all-reduce:
   // above in every pass. 256 KiB: between the latency and bandwidth ranges, not checked.
+  // 8 B all-reduce (latency range): measured in the first pass only, below Gloo.
   const std::vector<std::vector<Measurement>> passes = {
       {m("weft", Collective::kAllToAll, 16 * kMiB, 100), m("gloo", Collective::kAllToAll, 16 * kMiB, 90),
        m("weft", Collective::kAllReduce, 4 * kMiB, 10), m("gloo", Collective::kAllReduce, 4 * kMiB, 20),
-       m("weft", Collective::kAllReduce, 256 << 10, 10), m("gloo", Collective::kAllReduce, 256 << 10, 5)},
+       m("weft", Collective::kAllReduce, 256 << 10, 10), m("gloo", Collective::kAllReduce, 256 << 10, 5),
+       m("weft", Collective::kAllReduce, 8, 10), m("gloo", Collective::kAllReduce, 8, 8)},
       {m("weft", Collective::kAllToAll, 16 * kMiB, 100), m("gloo", Collective::kAllToAll, 16 * kMiB, 110),
        m("weft", Collective::kAllReduce, 4 * kMiB, 10), m("gloo", Collective::kAllReduce, 4 * kMiB, 12)},
       {m("weft", Collective::kAllToAll, 16 * kMiB, 100), m("gloo", Collective::kAllToAll, 16 * kMiB, 95),
@@ -121,6 +131,8 @@ TEST(RenderShortfallsTest, NamesEachCaseBelowABaselineWithItsPerPassRatios) {
   const std::string lines =
       RenderShortfalls(text, MedianOfPasses(passes), passes, "gloo", kMiB, 64 << 10);
   EXPECT_EQ(lines,
+            "- below Gloo: all-reduce, 8 ranks, 8 B: 0.80× (by pass: 0.80; at least Gloo's in 0 "
+            "of 1 passes; CPU per operation, all ranks: Weft 200 µs, Gloo 160 µs)\n"
             "- below Gloo: all-to-all, 8 ranks, 16 MiB: 0.95× (by pass: 0.90, 1.10, 0.95; at "
             "least Gloo's in 1 of 3 passes; CPU per operation, all ranks: Weft 2.0 ms, Gloo "
             "1.9 ms)\n");

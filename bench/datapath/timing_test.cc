@@ -64,22 +64,32 @@ TEST(TimeCollectiveTest, ReportsTheSlowestRank) {
 
 TEST(TimeCollectiveTest, ReportsEveryRanksCpuPerRunInTheReportedBatch) {
   CollectiveHooks hooks;
+  int run = 0;
   double cpu = 0;
   hooks.run_once = [&] {
-    cpu += 0.002;  // this rank spends 2 ms of CPU per run
+    // This rank spends 3 ms of CPU per run in the probe and the first batch (runs 1-3)
+    // and 2 ms in the second (runs 4-5).
+    cpu += ++run <= 3 ? 0.003 : 0.002;
     return absl::OkStatus();
   };
   hooks.cpu_seconds = [&] { return cpu; };
-  hooks.max_over_ranks = [](double v) -> absl::StatusOr<double> { return v; };
+  // The slowest rank's batch means: 5 s for the first batch, 1 s for the second.
+  int call = 0;
+  hooks.max_over_ranks = [&](double v) -> absl::StatusOr<double> {
+    ++call;
+    if (call <= 2 || v == 0) return v;  // line-ups and the probe
+    return call <= 4 ? 5.0 : 1.0;
+  };
   // Four ranks, each spending what this one does.
   hooks.sum_over_ranks = [](double v) -> absl::StatusOr<double> { return 4 * v; };
   TimingPolicy policy;
-  policy.budget_seconds = 0;
-  policy.min_iterations = 5;
-  policy.batches = 1;
+  policy.budget_seconds = 1e9;
+  policy.max_iterations = 4;
+  policy.batches = 2;
   absl::StatusOr<Timing> timing = TimeCollective(hooks, policy);
   ASSERT_TRUE(timing.ok());
-  EXPECT_NEAR(timing->cpu_us, 8000, 1e-6);
+  EXPECT_DOUBLE_EQ(timing->time_us, 1e6);
+  EXPECT_NEAR(timing->cpu_us, 8000, 1e-6) << "the CPU of the batch whose time is reported";
 }
 
 TEST(TimeCollectiveTest, PropagatesFailures) {
