@@ -142,9 +142,7 @@ std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement
   std::string out = absl::StrCat("## ", text.title, "\n\n");
   for (const std::string& paragraph : text.preamble) absl::StrAppend(&out, paragraph, "\n\n");
   const std::string& weft = text.libraries.front();
-  auto label = [&](size_t i) {
-    return i < text.library_labels.size() ? text.library_labels[i] : text.libraries[i];
-  };
+  auto label = [&](size_t i) { return LabelOf(text, text.libraries[i]); };
 
   std::set<std::pair<Collective, int>> tables;
   for (const Measurement& m : measurements) tables.insert({m.collective, m.ranks});
@@ -195,14 +193,13 @@ std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement
 
 std::string RenderTargetLines(const ReportText& text,
                               const std::vector<Measurement>& measurements) {
-  auto label = [&](size_t i) {
-    return i < text.library_labels.size() ? text.library_labels[i] : text.libraries[i];
-  };
+  auto label = [&](size_t i) { return LabelOf(text, text.libraries[i]); };
   const std::string& weft = text.libraries.front();
   std::string out;
   for (size_t i = 1; i < text.libraries.size(); ++i) {
     const TargetCheck check =
-        CheckTargets(measurements, weft, text.libraries[i], kBandwidthTargetFromBytes, kLatencyTargetUpToBytes);
+        CheckTargets(measurements, weft, text.libraries[i], kBandwidthTargetFromBytes,
+                     kLatencyTargetUpToBytes);
     absl::StrAppend(
         &out,
         absl::StrFormat("- vs %s: bus bandwidth at 1 MiB and above at least %s's in %d of %d "
@@ -235,8 +232,8 @@ std::string RenderCpuComparison(const ReportText& text,
   return absl::StrFormat(
       "%s's CPU per operation (every rank's process, user and kernel) from %s is "
       "%.2f-%.2f× %s's (median %.2f×, %d cases).\n",
-      LabelOf(text, weft), FormatBytes(from_bytes), ratios.front(), ratios.back(), LabelOf(text, baseline), median,
-      ratios.size());
+      LabelOf(text, weft), FormatBytes(from_bytes), ratios.front(), ratios.back(),
+      LabelOf(text, baseline), median, ratios.size());
 }
 
 std::string RenderShortfalls(const ReportText& text, const std::vector<Measurement>& measurements,
