@@ -318,7 +318,22 @@ absl::Status Communicator::ReduceScatter(const void* input, void* output, size_t
   });
 }
 
+absl::Status Communicator::CheckAllGather(const void* input, const void* output, size_t count,
+                                          DataType type) const {
+  const size_t block_bytes = count * DataTypeBytes(type);
+  const char* in = static_cast<const char*>(input);
+  const char* out = static_cast<const char*>(output);
+  const char* own = out + static_cast<size_t>(rank_) * block_bytes;
+  const bool overlap = in < out + block_bytes * size_ && out < in + block_bytes;
+  if (block_bytes == 0 || !overlap || in == own) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "all_gather: input overlaps output but is not this rank's block; in place, input must "
+      "be output + ",
+      rank_, " × ", count, " elements (rank ", rank_, " of ", size_, ")"));
+}
+
 absl::Status Communicator::AllGather(const void* input, void* output, size_t count, DataType type) {
+  RETURN_IF_ERROR(CheckAllGather(input, output, count, type));
   return Run([=] {
     return DoAllGather(static_cast<const char*>(input), static_cast<char*>(output), count, type);
   });
@@ -382,7 +397,9 @@ WorkHandle Communicator::ReduceScatterAsync(const void* input, void* output, siz
 
 WorkHandle Communicator::AllGatherAsync(const void* input, void* output, size_t count,
                                         DataType type) {
+  absl::Status check = CheckAllGather(input, output, count, type);
   return Enqueue([=] {
+    RETURN_IF_ERROR(check);
     return DoAllGather(static_cast<const char*>(input), static_cast<char*>(output), count, type);
   });
 }

@@ -144,7 +144,8 @@ class Communicator {
   // reduced over ranks.
   absl::Status ReduceScatter(const void* input, void* output, size_t count, DataType type,
                              ReduceOp op);
-  // output gets size() blocks of count elements, block r from rank r's input.
+  // output gets size() blocks of count elements, block r from rank r's input. In place,
+  // input is output's block rank(); any other overlap is INVALID_ARGUMENT.
   absl::Status AllGather(const void* input, void* output, size_t count, DataType type);
   // Every rank's data becomes root's.
   absl::Status Broadcast(void* data, size_t count, DataType type, int root);
@@ -193,6 +194,8 @@ class Communicator {
   void WorkerLoop();
 
   absl::Status CheckAllReduce(DataType type, const AllReduceOptions& options) const;
+  absl::Status CheckAllGather(const void* input, const void* output, size_t count,
+                              DataType type) const;
   absl::Status CheckAllToAllV(absl::Span<const size_t> send_counts,
                               absl::Span<const size_t> recv_counts) const;
 

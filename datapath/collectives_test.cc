@@ -242,6 +242,14 @@ TEST_P(CollectivesTest, AllGather) {
               << "count " << count << " block " << r << " on rank " << rank;
         }
       }
+      // In place: the input is this rank's block of the output.
+      std::vector<double> in_place(count * size_, -1);
+      std::copy(input.begin(), input.end(), in_place.begin() + rank * count);
+      ASSERT_TRUE(comm(rank)
+                      .AllGather(in_place.data() + rank * count, in_place.data(), count,
+                                 DataType::kFloat64)
+                      .ok());
+      EXPECT_EQ(in_place, output) << "count " << count << " on rank " << rank;
     });
   }
 }
@@ -359,6 +367,19 @@ TEST_P(CollectivesTest, InvalidArgumentsFailTheCallOnly) {
   std::vector<size_t> too_few(size_ - 1, 0);
   EXPECT_EQ(comm(0).AllToAllV(data.data(), too_few, data.data(), too_few, DataType::kInt32).code(),
             absl::StatusCode::kInvalidArgument);
+  // All-gather in place must pass this rank's own block (rank 0's is block 0).
+  std::vector<int32_t> gathered(4 * size_, 7);
+  const absl::Status overlap =
+      comm(0).AllGather(gathered.data() + 4, gathered.data(), 4, DataType::kInt32);
+  EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(overlap.message().find("in place, input must be output + 0 × 4 elements"),
+            absl::string_view::npos)
+      << overlap;
+  EXPECT_EQ(comm(0).AllGatherAsync(gathered.data() + 2, gathered.data(), 4, DataType::kInt32)
+                .Wait()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gathered, std::vector<int32_t>(4 * size_, 7)) << "nothing written";
   // Still usable.
   RunRanks(size_, [&](int rank) { EXPECT_TRUE(comm(rank).Barrier().ok()); });
 }

@@ -1,5 +1,6 @@
 #include "bench/datapath/gloo_library.h"
 
+#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/config.h>
@@ -65,6 +66,18 @@ absl::Status GlooLibrary::AllToAll(const float* input, float* output, size_t cou
     return absl::OkStatus();
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("gloo::alltoall: ", e.what()));
+  }
+}
+
+absl::Status GlooLibrary::AllGather(const float* input, float* output, size_t count_per_rank) {
+  try {
+    gloo::AllgatherOptions options(context_);
+    options.setInput(const_cast<float*>(input), count_per_rank);
+    options.setOutput(output, count_per_rank * context_->size);
+    gloo::allgather(options);
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("gloo::allgather: ", e.what()));
   }
 }
 

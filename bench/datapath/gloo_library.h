@@ -1,5 +1,5 @@
 // Gloo as a CollectiveLibrary for weft-perf: its TCP transport, a FileStore rendezvous,
-// gloo::allreduce (ring) and gloo::alltoall. Gloo reports failures by throwing; they are
+// gloo::allreduce (ring), gloo::alltoall and gloo::allgather (ring). Gloo reports failures by throwing; they are
 // caught here and returned as statuses.
 //
 // Thread-compatible: one rank per object, one call at a time.
@@ -33,6 +33,7 @@ class GlooLibrary : public CollectiveLibrary {
 
   absl::Status AllReduceSum(float* data, size_t count) override;
   absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) override;
+  absl::Status AllGather(const float* input, float* output, size_t count_per_rank) override;
   absl::StatusOr<double> MaxOverRanks(double value) override;
   absl::StatusOr<double> SumOverRanks(double value) override;
 

@@ -20,7 +20,7 @@ std::string StoreDir(const std::string& name) {
   return dir;
 }
 
-TEST(GlooLibraryTest, AllReduceAllToAllAndMax) {
+TEST(GlooLibraryTest, AllReduceAllToAllAllGatherMaxAndSum) {
   constexpr int kRanks = 3;
   const std::string dir = StoreDir("gloo-store");
   std::vector<std::thread> threads;
@@ -35,6 +35,9 @@ TEST(GlooLibraryTest, AllReduceAllToAllAndMax) {
       for (int to = 0; to < kRanks; ++to) in[to * 2] = in[to * 2 + 1] = rank * 10.0f + to;
       ASSERT_TRUE((*gloo)->AllToAll(in.data(), out.data(), 2).ok());
       for (int from = 0; from < kRanks; ++from) EXPECT_EQ(out[from * 2], from * 10.0f + rank);
+      std::vector<float> mine(3, rank + 0.5f), gathered(kRanks * 3, -1.0f);
+      ASSERT_TRUE((*gloo)->AllGather(mine.data(), gathered.data(), 3).ok());
+      for (int from = 0; from < kRanks; ++from) EXPECT_EQ(gathered[from * 3 + 2], from + 0.5f);
       auto max = (*gloo)->MaxOverRanks(rank * 1.5);
       ASSERT_TRUE(max.ok());
       EXPECT_EQ(*max, 3.0);

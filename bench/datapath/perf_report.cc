@@ -12,7 +12,29 @@
 namespace weft::bench {
 
 const char* CollectiveName(Collective collective) {
-  return collective == Collective::kAllReduce ? "all-reduce" : "all-to-all";
+  switch (collective) {
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kAllToAll:
+      return "all-to-all";
+    case Collective::kAllGather:
+      return "all-gather";
+  }
+  return "?";
+}
+
+bool ParseCollective(absl::string_view name, Collective* collective) {
+  for (Collective c : {Collective::kAllReduce, Collective::kAllToAll, Collective::kAllGather}) {
+    if (name == CollectiveName(c)) {
+      *collective = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsTargetCollective(Collective collective) {
+  return collective == Collective::kAllReduce || collective == Collective::kAllToAll;
 }
 
 void KeepBest(std::vector<Measurement>& all, const std::vector<Measurement>& more) {
@@ -64,6 +86,7 @@ double AlgBandwidthGBps(size_t bytes, double time_us) {
 
 double BusBandwidthGBps(Collective collective, int ranks, size_t bytes, double time_us) {
   const double n = ranks;
+  // All-to-all and all-gather move (n-1)/n of the buffer through each rank's link.
   const double factor = collective == Collective::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
   return AlgBandwidthGBps(bytes, time_us) * factor;
 }
@@ -111,12 +134,13 @@ std::string CpuTime(double us) {
 
 TargetCheck CheckTargets(const std::vector<Measurement>& measurements, const std::string& weft,
                          const std::string& baseline, size_t bandwidth_from_bytes,
-                         size_t latency_up_to_bytes) {
+                         size_t latency_up_to_bytes, bool targets) {
   auto index = Index(measurements);
   TargetCheck check;
   check.worst_bandwidth_ratio = 1e30;
   check.worst_latency_ratio = 1e30;
   for (const auto& [key, ours] : index[weft]) {
+    if (IsTargetCollective(std::get<0>(key)) != targets) continue;
     auto it = index[baseline].find(key);
     if (it == index[baseline].end()) continue;
     const double ratio = it->second->time_us / ours->time_us;
@@ -195,19 +219,28 @@ std::string RenderTargetLines(const ReportText& text,
                               const std::vector<Measurement>& measurements) {
   auto label = [&](size_t i) { return LabelOf(text, text.libraries[i]); };
   const std::string& weft = text.libraries.front();
+  std::set<std::string> others;  // measured collectives outside the targets
+  for (const Measurement& m : measurements) {
+    if (!IsTargetCollective(m.collective)) others.insert(CollectiveName(m.collective));
+  }
   std::string out;
-  for (size_t i = 1; i < text.libraries.size(); ++i) {
-    const TargetCheck check =
-        CheckTargets(measurements, weft, text.libraries[i], kBandwidthTargetFromBytes,
-                     kLatencyTargetUpToBytes);
-    absl::StrAppend(
-        &out,
-        absl::StrFormat("- vs %s: bus bandwidth at 1 MiB and above at least %s's in %d of %d "
-                        "cases (worst %.2f×); latency from 8 B to 64 KiB at most %s's in %d of "
-                        "%d cases (worst %.2f×).\n",
-                        label(i), label(i), check.bandwidth_met, check.bandwidth_cases,
-                        check.worst_bandwidth_ratio, label(i), check.latency_met,
-                        check.latency_cases, check.worst_latency_ratio));
+  for (bool targets : {true, false}) {
+    if (!targets && others.empty()) break;
+    const std::string prefix =
+        targets ? "" : absl::StrCat("beyond the targets (", absl::StrJoin(others, ", "), "), ");
+    for (size_t i = 1; i < text.libraries.size(); ++i) {
+      const TargetCheck check =
+          CheckTargets(measurements, weft, text.libraries[i], kBandwidthTargetFromBytes,
+                       kLatencyTargetUpToBytes, targets);
+      absl::StrAppend(
+          &out,
+          absl::StrFormat("- %svs %s: bus bandwidth at 1 MiB and above at least %s's in %d of "
+                          "%d cases (worst %.2f×); latency from 8 B to 64 KiB at most %s's in "
+                          "%d of %d cases (worst %.2f×).\n",
+                          prefix, label(i), label(i), check.bandwidth_met,
+                          check.bandwidth_cases, check.worst_bandwidth_ratio, label(i),
+                          check.latency_met, check.latency_cases, check.worst_latency_ratio));
+    }
   }
   return out;
 }
@@ -220,6 +253,7 @@ std::string RenderCpuComparison(const ReportText& text,
   std::vector<double> ratios;
   for (const auto& [key, ours] : index[weft]) {
     auto theirs = index[baseline].find(key);
+    if (!IsTargetCollective(std::get<0>(key))) continue;
     if (theirs == index[baseline].end() || std::get<2>(key) < from_bytes) continue;
     if (ours->cpu_us <= 0 || theirs->second->cpu_us <= 0) continue;
     ratios.push_back(ours->cpu_us / theirs->second->cpu_us);
@@ -249,7 +283,7 @@ std::string RenderShortfalls(const ReportText& text, const std::vector<Measureme
   for (const auto& [key, ours] : index[weft]) {
     auto theirs = index[baseline].find(key);
     const size_t bytes = std::get<2>(key);
-    if (theirs == index[baseline].end()) continue;
+    if (theirs == index[baseline].end() || !IsTargetCollective(std::get<0>(key))) continue;
     if (bytes < bandwidth_from_bytes && bytes > latency_up_to_bytes) continue;
     const double ratio = theirs->second->time_us / ours->time_us;
     if (ratio >= 1.0) continue;

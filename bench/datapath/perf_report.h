@@ -4,9 +4,10 @@
 //
 //   algbw = bytes / time
 //   busbw = algbw × 2(n−1)/n   all-reduce  (each rank sends and receives that much)
-//   busbw = algbw × (n−1)/n    all-to-all
-// where bytes is the per-rank buffer (all-reduce) or the per-rank send buffer
-// (all-to-all), n the rank count, and 1 GB/s = 1e9 bytes per second.
+//   busbw = algbw × (n−1)/n    all-to-all, all-gather
+// where bytes is the per-rank buffer (all-reduce), the per-rank send buffer
+// (all-to-all) or the per-rank output buffer (all-gather: every rank's block), n the
+// rank count, and 1 GB/s = 1e9 bytes per second.
 #ifndef WEFT_BENCH_DATAPATH_PERF_REPORT_H_
 #define WEFT_BENCH_DATAPATH_PERF_REPORT_H_
 
@@ -14,11 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
+
 namespace weft::bench {
 
-enum class Collective { kAllReduce, kAllToAll };
+enum class Collective { kAllReduce, kAllToAll, kAllGather };
 
-const char* CollectiveName(Collective collective);  // "all-reduce", "all-to-all"
+const char* CollectiveName(Collective collective);  // "all-reduce", "all-to-all", "all-gather"
+// "all-gather" -> kAllGather; false for anything else.
+bool ParseCollective(absl::string_view name, Collective* collective);
 
 struct Measurement {
   std::string library;  // "weft", "gloo", "mpi"
@@ -48,13 +53,16 @@ double BusBandwidthGBps(Collective collective, int ranks, size_t bytes, double t
 std::string FormatBytes(size_t bytes);
 
 // The issue's targets: bus bandwidth at least the baseline's from 1 MiB, latency at
-// most the baseline's up to 64 KiB.
+// most the baseline's up to 64 KiB, for all-reduce and all-to-all. Other collectives
+// (all-gather) are measured and checked the same way, but reported apart.
 inline constexpr size_t kBandwidthTargetFromBytes = size_t{1} << 20;
 inline constexpr size_t kLatencyTargetUpToBytes = size_t{64} << 10;
+bool IsTargetCollective(Collective collective);
 
 // How Weft fares against one baseline on the issue's targets: bus bandwidth at least
 // the baseline's from `bandwidth_from_bytes` up, latency at most the baseline's up to
-// `latency_up_to_bytes`. Ratios are baseline time / Weft time (above 1: Weft faster).
+// `latency_up_to_bytes`, over the target collectives (`targets`) or the others.
+// Ratios are baseline time / Weft time (above 1: Weft faster).
 struct TargetCheck {
   int bandwidth_cases = 0;
   int bandwidth_met = 0;
@@ -65,7 +73,7 @@ struct TargetCheck {
 };
 TargetCheck CheckTargets(const std::vector<Measurement>& measurements, const std::string& weft,
                          const std::string& baseline, size_t bandwidth_from_bytes,
-                         size_t latency_up_to_bytes);
+                         size_t latency_up_to_bytes, bool targets = true);
 
 struct ReportText {
   std::string title;
@@ -78,15 +86,17 @@ struct ReportText {
 // Weft's speed-up over each other library; then the target check.
 std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement>& measurements);
 
-// The target check alone: one "- vs <library>: ..." line per baseline.
+// The target check alone: one "- vs <library>: ..." line per baseline, then, if other
+// collectives were measured, one "- beyond the targets (all-gather), vs <library>: ..."
+// line per baseline.
 std::string RenderTargetLines(const ReportText& text,
                               const std::vector<Measurement>& measurements);
 
-// Every case of the target check where Weft is below `baseline` (from
-// `bandwidth_from_bytes` up, and up to `latency_up_to_bytes`), one line each, with the
-// ratio in each pass that measured both libraries: on a shared machine a figure below
-// 1× may come from one library's unlucky passes or from every pass, and only the
-// per-pass ratios tell which. "" when Weft is at least the baseline everywhere.
+// Every case of the target check (target collectives only) where Weft is below
+// `baseline` (from `bandwidth_from_bytes` up, and up to `latency_up_to_bytes`), one line
+// each, with the ratio in each pass that measured both libraries: on a shared machine a
+// figure below 1× may come from one library's unlucky passes or from every pass, and
+// only the per-pass ratios tell which. "" when Weft is at least the baseline everywhere.
 //   - below Gloo: all-to-all, 8 ranks, 16 MiB: 0.97× (by pass: 0.95, 1.02, ...; at
 //     least Gloo's in 2 of 5 passes; CPU per operation, all ranks: Weft 57.1 ms, Gloo
 //     53.6 ms)
@@ -95,8 +105,8 @@ std::string RenderShortfalls(const ReportText& text, const std::vector<Measureme
                              const std::string& baseline, size_t bandwidth_from_bytes,
                              size_t latency_up_to_bytes);
 
-// Weft's CPU per operation over `baseline`'s, across the cases from `from_bytes` up
-// where both were measured: "Weft's CPU per operation (every rank's process, user and
+// Weft's CPU per operation over `baseline`'s, across the target collectives' cases from
+// `from_bytes` up where both were measured: "Weft's CPU per operation (every rank's process, user and
 // kernel) from 1 MiB is 0.91-1.07× Gloo's (median 0.99×, 14 cases)." "" when no case
 // has both.
 std::string RenderCpuComparison(const ReportText& text,

@@ -85,6 +85,44 @@ TEST(CheckTargetsTest, CountsCasesAndWorstRatios) {
   EXPECT_DOUBLE_EQ(check.worst_latency_ratio, 1.0);
 }
 
+TEST(CheckTargetsTest, AllGatherIsCheckedApartFromTheTargets) {
+  std::vector<Measurement> all = Sample();
+  all.push_back({"weft", Collective::kAllGather, 4, 4 << 20, 100.0, 10});
+  all.push_back({"gloo", Collective::kAllGather, 4, 4 << 20, 50.0, 10});
+  all.push_back({"weft", Collective::kAllGather, 4, 4096, 10.0, 10});
+  all.push_back({"gloo", Collective::kAllGather, 4, 4096, 30.0, 10});
+  // The targets are unchanged by the all-gather cases.
+  TargetCheck targets = CheckTargets(all, "weft", "gloo", 1 << 20, 64 << 10);
+  EXPECT_EQ(targets.bandwidth_cases, 1);
+  EXPECT_EQ(targets.latency_cases, 2);
+  TargetCheck beyond = CheckTargets(all, "weft", "gloo", 1 << 20, 64 << 10, /*targets=*/false);
+  EXPECT_EQ(beyond.bandwidth_cases, 1);
+  EXPECT_EQ(beyond.bandwidth_met, 0);
+  EXPECT_DOUBLE_EQ(beyond.worst_bandwidth_ratio, 0.5);
+  EXPECT_EQ(beyond.latency_cases, 1);
+  EXPECT_DOUBLE_EQ(beyond.worst_latency_ratio, 3.0);
+
+  ReportText text;
+  text.libraries = {"weft", "gloo"};
+  text.library_labels = {"Weft", "Gloo"};
+  const std::string lines = RenderTargetLines(text, all);
+  EXPECT_NE(lines.find("- vs Gloo: bus bandwidth at 1 MiB and above at least Gloo's in 0 of 1 "
+                       "cases (worst 0.80×); latency from 8 B to 64 KiB at most Gloo's in 2 of "
+                       "2 cases"),
+            std::string::npos)
+      << lines;
+  EXPECT_NE(lines.find("- beyond the targets (all-gather), vs Gloo: bus bandwidth at 1 MiB and "
+                       "above at least Gloo's in 0 of 1 cases (worst 0.50×); latency from 8 B "
+                       "to 64 KiB at most Gloo's in 1 of 1 cases (worst 3.00×)."),
+            std::string::npos)
+      << lines;
+  // Shortfalls and the CPU comparison stay with the targets.
+  EXPECT_EQ(RenderShortfalls(text, all, {all}, "gloo", 1 << 20, 64 << 10).find("all-gather"),
+            std::string::npos);
+  EXPECT_EQ(RenderTargetLines(text, Sample()).find("beyond"), std::string::npos);
+  EXPECT_DOUBLE_EQ(BusBandwidthGBps(Collective::kAllGather, 4, 4'000'000, 1000), 3.0);
+}
+
 TEST(RenderMarkdownTest, TablesRatiosAndMissingCells) {
   ReportText text;
   text.title = "Data path";

@@ -1,6 +1,7 @@
 #include "bench/datapath/sweep.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,24 @@ absl::Status CheckAllToAll(const SweepConfig& config, CollectiveLibrary& ops,
   return absl::OkStatus();
 }
 
+absl::Status CheckAllGather(const SweepConfig& config, CollectiveLibrary& ops,
+                            std::vector<float>& input, std::vector<float>& output, size_t count) {
+  std::fill(input.begin(), input.end(), static_cast<float>(config.rank * 1000 + 7));
+  std::fill(output.begin(), output.end(), -1.0f);
+  RETURN_IF_ERROR(ops.AllGather(input.data(), output.data(), count));
+  for (int from = 0; from < config.ranks; ++from) {
+    for (size_t i : {size_t{0}, count / 2, count - 1}) {
+      const float got = output[from * count + i];
+      const float want = static_cast<float>(from * 1000 + 7);
+      if (got != want) {
+        return absl::InternalError(absl::StrCat("all-gather: block of rank ", from,
+                                                " element ", i, " holds ", got, ", want ", want));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
@@ -52,38 +71,52 @@ absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
   CollectiveHooks hooks;
   hooks.max_over_ranks = [&](double v) { return ops.MaxOverRanks(v); };
   hooks.sum_over_ranks = [&](double v) { return ops.SumOverRanks(v); };
+  // Times run_once at `bytes`, or says which collective and size failed.
+  auto time = [&](Collective collective, size_t bytes,
+                  std::function<absl::Status()> run_once) -> absl::StatusOr<Measurement> {
+    hooks.run_once = std::move(run_once);
+    absl::StatusOr<Timing> timing = TimeCollective(hooks, config.policy);
+    if (!timing.ok()) {
+      return absl::Status(timing.status().code(),
+                          absl::StrCat(library, " ", CollectiveName(collective), " of ", bytes,
+                                       " bytes: ", timing.status().message()));
+    }
+    return Measurement{library,          collective,         config.ranks, bytes,
+                       timing->time_us, timing->iterations, timing->cpu_us};
+  };
   if (config.all_reduce) {
     for (size_t bytes : config.sizes) {
       const size_t count = std::max<size_t>(bytes / sizeof(float), 1);
       std::vector<float> data(count, 1.0f);
-      hooks.run_once = [&] { return ops.AllReduceSum(data.data(), count); };
-      absl::StatusOr<Timing> timing = TimeCollective(hooks, config.policy);
-      if (!timing.ok()) {
-        return absl::Status(
-            timing.status().code(),
-            absl::StrCat(library, " all-reduce of ", bytes, " bytes: ", timing.status().message()));
-      }
+      ASSIGN_OR_RETURN(Measurement m, time(Collective::kAllReduce, count * sizeof(float), [&] {
+                         return ops.AllReduceSum(data.data(), count);
+                       }));
       RETURN_IF_ERROR(CheckAllReduce(config, ops, data));
-      out.push_back(Measurement{library, Collective::kAllReduce, config.ranks,
-                                count * sizeof(float), timing->time_us, timing->iterations,
-                                timing->cpu_us});
+      out.push_back(m);
     }
   }
   if (config.all_to_all) {
     for (size_t requested : config.sizes) {
-      const size_t bytes = AllToAllBytes(requested, config.ranks);
+      const size_t bytes = WholeFloatsPerRankBytes(requested, config.ranks);
       const size_t count = bytes / sizeof(float) / config.ranks;
       std::vector<float> input(count * config.ranks, 1.0f), output(count * config.ranks);
-      hooks.run_once = [&] { return ops.AllToAll(input.data(), output.data(), count); };
-      absl::StatusOr<Timing> timing = TimeCollective(hooks, config.policy);
-      if (!timing.ok()) {
-        return absl::Status(
-            timing.status().code(),
-            absl::StrCat(library, " all-to-all of ", bytes, " bytes: ", timing.status().message()));
-      }
+      ASSIGN_OR_RETURN(Measurement m, time(Collective::kAllToAll, bytes, [&] {
+                         return ops.AllToAll(input.data(), output.data(), count);
+                       }));
       RETURN_IF_ERROR(CheckAllToAll(config, ops, input, output, count));
-      out.push_back(Measurement{library, Collective::kAllToAll, config.ranks, bytes,
-                                timing->time_us, timing->iterations, timing->cpu_us});
+      out.push_back(m);
+    }
+  }
+  if (config.all_gather) {
+    for (size_t requested : config.sizes) {
+      const size_t bytes = WholeFloatsPerRankBytes(requested, config.ranks);
+      const size_t count = bytes / sizeof(float) / config.ranks;
+      std::vector<float> input(count, 1.0f), output(count * config.ranks);
+      ASSIGN_OR_RETURN(Measurement m, time(Collective::kAllGather, bytes, [&] {
+                         return ops.AllGather(input.data(), output.data(), count);
+                       }));
+      RETURN_IF_ERROR(CheckAllGather(config, ops, input, output, count));
+      out.push_back(m);
     }
   }
   return out;

@@ -1,7 +1,7 @@
 // The per-rank body of weft-perf, shared by every library: for each size, time
-// all-reduce (float32 sum, in place) and all-to-all (float32) under one TimingPolicy,
-// then run each once more on known data and check the result, so a library that
-// skips work cannot look fast.
+// all-reduce (float32 sum, in place), all-to-all and all-gather (float32) under one
+// TimingPolicy, then run each once more on known data and check the result, so a
+// library that skips work cannot look fast.
 //
 // Thread-compatible: one sweep per rank at a time.
 #ifndef WEFT_BENCH_DATAPATH_SWEEP_H_
@@ -23,6 +23,8 @@ class CollectiveLibrary {
   virtual absl::Status AllReduceSum(float* data, size_t count) = 0;
   // input and output hold ranks × count_per_rank floats.
   virtual absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) = 0;
+  // input holds count_per_rank floats, output ranks × count_per_rank.
+  virtual absl::Status AllGather(const float* input, float* output, size_t count_per_rank) = 0;
   virtual absl::StatusOr<double> MaxOverRanks(double value) = 0;
   virtual absl::StatusOr<double> SumOverRanks(double value) = 0;
 };
@@ -33,6 +35,7 @@ struct SweepConfig {
   std::vector<size_t> sizes;
   bool all_reduce = true;
   bool all_to_all = true;
+  bool all_gather = false;
   TimingPolicy policy;
 };
 

@@ -13,22 +13,28 @@ namespace weft::bench {
 namespace {
 
 // A one-rank "library" that can be told to skip work.
+enum class Skip { kNothing, kAllReduce, kAllGather };
 class LocalLibrary : public CollectiveLibrary {
  public:
-  explicit LocalLibrary(bool lazy) : lazy_(lazy) {}
+  explicit LocalLibrary(Skip skip) : skip_(skip) {}
   absl::Status AllReduceSum(float* data, size_t count) override {
-    if (lazy_) std::memset(data, 0, count * sizeof(float));
+    if (skip_ == Skip::kAllReduce) std::memset(data, 0, count * sizeof(float));
     return absl::OkStatus();
   }
   absl::Status AllToAll(const float* input, float* output, size_t count) override {
     std::memcpy(output, input, count * sizeof(float));
     return absl::OkStatus();
   }
+  absl::Status AllGather(const float* input, float* output, size_t count) override {
+    // Skipping: only the first half of the block arrives.
+    std::memcpy(output, input, (skip_ == Skip::kAllGather ? count / 2 : count) * sizeof(float));
+    return absl::OkStatus();
+  }
   absl::StatusOr<double> MaxOverRanks(double value) override { return value; }
   absl::StatusOr<double> SumOverRanks(double value) override { return value; }
 
  private:
-  bool lazy_;
+  Skip skip_;
 };
 
 SweepConfig OneRank() {
@@ -38,22 +44,40 @@ SweepConfig OneRank() {
   return config;
 }
 
-TEST(RunSweepTest, MeasuresEverySizeOfBothCollectives) {
-  LocalLibrary library(false);
+TEST(RunSweepTest, MeasuresEverySizeOfEachCollectiveAskedFor) {
+  LocalLibrary library(Skip::kNothing);
   auto measurements = RunSweep(OneRank(), "local", library);
   ASSERT_TRUE(measurements.ok()) << measurements.status();
-  ASSERT_EQ(measurements->size(), 4u);
+  ASSERT_EQ(measurements->size(), 4u);  // all-gather is off by default
   EXPECT_EQ((*measurements)[0].collective, Collective::kAllReduce);
   EXPECT_EQ((*measurements)[1].bytes, 4096u);
   EXPECT_EQ((*measurements)[3].collective, Collective::kAllToAll);
   EXPECT_GE((*measurements)[0].iterations, 2);
+
+  SweepConfig only_all_gather = OneRank();
+  only_all_gather.all_reduce = only_all_gather.all_to_all = false;
+  only_all_gather.all_gather = true;
+  measurements = RunSweep(only_all_gather, "local", library);
+  ASSERT_TRUE(measurements.ok()) << measurements.status();
+  ASSERT_EQ(measurements->size(), 2u);
+  EXPECT_EQ((*measurements)[0].collective, Collective::kAllGather);
+  EXPECT_EQ((*measurements)[1].bytes, 4096u);
 }
 
 TEST(RunSweepTest, AWrongResultFailsTheSweep) {
-  LocalLibrary lazy(true);
+  LocalLibrary lazy(Skip::kAllReduce);
   auto measurements = RunSweep(OneRank(), "lazy", lazy);
   EXPECT_EQ(measurements.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(measurements.status().message().find("element 0 is 0, want 1"), std::string::npos)
+      << measurements.status();
+
+  SweepConfig all_gather = OneRank();
+  all_gather.all_gather = true;
+  LocalLibrary half(Skip::kAllGather);
+  measurements = RunSweep(all_gather, "half", half);
+  EXPECT_EQ(measurements.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(measurements.status().message().find("all-gather: block of rank 0 element 1 holds -1"),
+            std::string::npos)
       << measurements.status();
 }
 
@@ -67,11 +91,14 @@ TEST(RunSweepTest, WeftOverTcpPassesItsOwnChecks) {
     config.rank = rank;
     config.ranks = 3;
     config.sizes = {8, 100000};
+    config.all_gather = true;
     WeftLibrary library(*comms[rank]);
     auto measurements = RunSweep(config, "weft", library);
     ASSERT_TRUE(measurements.ok()) << measurements.status();
-    EXPECT_EQ(measurements->size(), 4u);
+    ASSERT_EQ(measurements->size(), 6u);
     EXPECT_EQ((*measurements)[2].bytes, 12u);  // all-to-all: 8 B rounded up to 1 float × 3 ranks
+    EXPECT_EQ((*measurements)[4].collective, Collective::kAllGather);
+    EXPECT_EQ((*measurements)[5].bytes, 100008u);  // 100000 B: 8334 floats × 3 ranks
     // The three ranks are threads of this one process, so each rank's process CPU
     // counts all three: the sum is at least the CPU of one run.
     for (const Measurement& m : *measurements) EXPECT_GT(m.cpu_us, 0) << m.bytes;

@@ -72,7 +72,7 @@ std::vector<size_t> SweepSizes(size_t max_bytes) {
   return sizes;
 }
 
-size_t AllToAllBytes(size_t bytes, int ranks) {
+size_t WholeFloatsPerRankBytes(size_t bytes, int ranks) {
   const size_t unit = 4 * static_cast<size_t>(ranks);
   return (bytes + unit - 1) / unit * unit;
 }
@@ -91,13 +91,7 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurements(const std::string& te
     bool ok = f.size() == 7;
     if (ok) {
       m.library = std::string(f[0]);
-      if (f[1] == "all-reduce") {
-        m.collective = Collective::kAllReduce;
-      } else if (f[1] == "all-to-all") {
-        m.collective = Collective::kAllToAll;
-      } else {
-        ok = false;
-      }
+      ok = ParseCollective(f[1], &m.collective);
       ok = ok && absl::SimpleAtoi(f[2], &m.ranks) && absl::SimpleAtoi(f[3], &m.bytes) &&
            absl::SimpleAtod(f[4], &m.time_us) && absl::SimpleAtoi(f[5], &m.iterations) &&
            absl::SimpleAtod(f[6], &m.cpu_us);

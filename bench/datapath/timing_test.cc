@@ -107,23 +107,26 @@ TEST(SweepSizesTest, FromEightBytesToTheCap) {
   EXPECT_EQ(SweepSizes(64u << 10).back(), 64u << 10);
 }
 
-TEST(AllToAllBytesTest, WholeFloatsPerRank) {
-  EXPECT_EQ(AllToAllBytes(8, 2), 8u);
-  EXPECT_EQ(AllToAllBytes(8, 8), 32u);
-  EXPECT_EQ(AllToAllBytes(64, 3), 72u);
+TEST(WholeFloatsPerRankBytesTest, WholeFloatsPerRank) {
+  EXPECT_EQ(WholeFloatsPerRankBytes(8, 2), 8u);
+  EXPECT_EQ(WholeFloatsPerRankBytes(8, 8), 32u);
+  EXPECT_EQ(WholeFloatsPerRankBytes(64, 3), 72u);
 }
 
 TEST(MeasurementLinesTest, RoundTrip) {
   Measurement m{"gloo", Collective::kAllToAll, 8, 4096, 12.5, 40, 250.5};
-  auto parsed = ParseMeasurements(SerializeMeasurement(m) + SerializeMeasurement(m));
+  Measurement gather{"mpi", Collective::kAllGather, 4, 64, 3.0, 9, 4.0};
+  auto parsed = ParseMeasurements(SerializeMeasurement(gather) + SerializeMeasurement(m));
   ASSERT_TRUE(parsed.ok());
   ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].collective, Collective::kAllGather);
+  EXPECT_EQ((*parsed)[0].ranks, 4);
   EXPECT_EQ((*parsed)[1].library, "gloo");
   EXPECT_EQ((*parsed)[1].collective, Collective::kAllToAll);
   EXPECT_EQ((*parsed)[1].bytes, 4096u);
   EXPECT_DOUBLE_EQ((*parsed)[1].time_us, 12.5);
   EXPECT_DOUBLE_EQ((*parsed)[1].cpu_us, 250.5);
-  EXPECT_FALSE(ParseMeasurements("gloo all-gather 2 8 1 1 1\n").ok());
+  EXPECT_FALSE(ParseMeasurements("gloo reduce-scatter 2 8 1 1 1\n").ok());
   EXPECT_FALSE(ParseMeasurements("gloo all-to-all 2 8 1 1\n").ok()) << "no CPU field";
 }
 

@@ -17,6 +17,9 @@ class WeftLibrary : public CollectiveLibrary {
   absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) override {
     return comm_.AllToAll(input, output, count_per_rank, datapath::DataType::kFloat32);
   }
+  absl::Status AllGather(const float* input, float* output, size_t count_per_rank) override {
+    return comm_.AllGather(input, output, count_per_rank, datapath::DataType::kFloat32);
+  }
   absl::StatusOr<double> MaxOverRanks(double value) override {
     return Reduce(value, datapath::ReduceOp::kMax);
   }

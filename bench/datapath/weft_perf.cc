@@ -1,4 +1,5 @@
-// weft-perf: all-reduce and all-to-all latency and bus bandwidth of libweft next to
+// weft-perf: all-reduce, all-to-all and all-gather latency and bus bandwidth of libweft
+// next to
 // Gloo and Open MPI, in one run, on one machine. Every rank is a process: Weft's and
 // Gloo's are forked here (bench/datapath/launcher.h), Open MPI's are started by
 // mpirun running weft_perf_mpi. All three run the same sweep (sweep.h, timing.h).
@@ -53,7 +54,8 @@ ABSL_FLAG(uint64_t, max_bytes, 256u << 20, "Largest size in bytes.");
 ABSL_FLAG(uint64_t, max_bytes_at_8_ranks, 64u << 20,
           "Largest size with 8 or more ranks (they share this machine's cores).");
 ABSL_FLAG(uint64_t, min_bytes, 8, "Smallest size in bytes.");
-ABSL_FLAG(std::string, collectives, "all-reduce,all-to-all", "Collectives to run.");
+ABSL_FLAG(std::string, collectives, "all-reduce,all-to-all,all-gather",
+          "Collectives to run (all-reduce, all-to-all, all-gather).");
 ABSL_FLAG(int, weft_socket_buffer_bytes, 0, "Weft TCP SO_SNDBUF/SO_RCVBUF (0: autotuning).");
 ABSL_FLAG(uint64_t, weft_segment_bytes, 0, "Weft ring segment size (0: the default).");
 ABSL_FLAG(int, weft_spin_us, -1, "Weft TCP spin before blocking, µs (-1: the default).");
@@ -101,9 +103,15 @@ SweepConfig BaseConfig(int ranks) {
   for (size_t size : SweepSizes(cap)) {
     if (size >= absl::GetFlag(FLAGS_min_bytes)) config.sizes.push_back(size);
   }
-  const std::string collectives = absl::GetFlag(FLAGS_collectives);
-  config.all_reduce = collectives.find("all-reduce") != std::string::npos;
-  config.all_to_all = collectives.find("all-to-all") != std::string::npos;
+  config.all_reduce = config.all_to_all = config.all_gather = false;
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_collectives), ',', absl::SkipEmpty())) {
+    Collective collective;
+    if (!ParseCollective(name, &collective)) continue;  // Main refused it already
+    (collective == Collective::kAllReduce  ? config.all_reduce
+     : collective == Collective::kAllToAll ? config.all_to_all
+                                           : config.all_gather) = true;
+  }
   config.policy.budget_seconds = absl::GetFlag(FLAGS_budget_seconds);
   config.policy.max_iterations = absl::GetFlag(FLAGS_max_iterations);
   config.policy.min_iterations = absl::GetFlag(FLAGS_min_iterations);
@@ -282,6 +290,7 @@ absl::StatusOr<std::string> RunMpi(int ranks) {
   argv.push_back(absl::StrCat("--batches=", config.policy.batches));
   argv.push_back(absl::StrCat("--all_reduce=", config.all_reduce ? "true" : "false"));
   argv.push_back(absl::StrCat("--all_to_all=", config.all_to_all ? "true" : "false"));
+  argv.push_back(absl::StrCat("--all_gather=", config.all_gather ? "true" : "false"));
   return RunCommand(argv, absl::Seconds(absl::GetFlag(FLAGS_run_timeout_seconds)));
 }
 
@@ -349,6 +358,16 @@ int Main(int argc, char** argv) {
       return 2;
     }
     rank_counts.push_back(n);
+  }
+  for (absl::string_view s :
+       absl::StrSplit(absl::GetFlag(FLAGS_collectives), ',', absl::SkipEmpty())) {
+    Collective collective;
+    if (!ParseCollective(s, &collective)) {
+      std::fprintf(stderr,
+                   "bad --collectives entry '%s' (known: all-reduce, all-to-all, all-gather)\n",
+                   std::string(s).c_str());
+      return 2;
+    }
   }
   std::vector<std::string> libraries =
       absl::StrSplit(absl::GetFlag(FLAGS_libraries), ',', absl::SkipEmpty());
@@ -474,7 +493,7 @@ int Main(int argc, char** argv) {
   mpirun.pop_back();
 
   ReportText text;
-  text.title = "Data path: all-reduce and all-to-all (weft-perf)";
+  text.title = "Data path: all-reduce, all-to-all and all-gather (weft-perf)";
   text.libraries = columns;
   text.library_labels = labels;
   text.preamble = {
@@ -489,12 +508,16 @@ int Main(int argc, char** argv) {
                    "; ranks forked by weft-perf, TCP rendezvous store on rank 0); **Gloo** ",
                    GlooVersion(),
                    " (Debian libgloo-dev; TCP transport, FileStore rendezvous; `gloo::allreduce` "
-                   "(ring), `gloo::alltoall`; ranks forked by weft-perf); **MPI**: ",
+                   "(ring), `gloo::alltoall`, `gloo::allgather` (ring); ranks forked by "
+                   "weft-perf); **MPI**: ",
                    mpi_version, " (`", absl::StrJoin(mpirun, " "),
-                   " -np N weft_perf_mpi`; `MPI_Allreduce`, `MPI_Alltoall`)."),
+                   " -np N weft_perf_mpi`; `MPI_Allreduce`, `MPI_Alltoall`, `MPI_Allgather`)."),
       absl::StrCat(
           "Method: all-reduce is a float32 sum in place; all-to-all moves float32 and its size "
-          "is each rank's send buffer (rounded up to whole floats per rank). For each size: one "
+          "is each rank's send buffer; all-gather moves float32 and its size is each rank's "
+          "output buffer, every rank's block (both rounded up to whole floats per rank, as "
+          "nccl-tests size them). The issue's targets are all-reduce's and all-to-all's; "
+          "all-gather is checked the same way and reported apart. For each size: one "
           "probe run (which doubles as warm-up), then as many runs as fit in ",
           absl::GetFlag(FLAGS_budget_seconds), " s (", absl::GetFlag(FLAGS_min_iterations),
           " to ", absl::GetFlag(FLAGS_max_iterations),
@@ -516,7 +539,8 @@ int Main(int argc, char** argv) {
               : "the best of those passes, which keeps bursts of other jobs on this shared "
                 "machine out of the comparison. ",
           "algbw = size / "
-          "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for all-to-all, "
+          "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for all-to-all and "
+          "all-gather, "
           "GB = 10^9 bytes, as nccl-tests define them. CPU per operation is the CPU time of "
           "every rank's process (all its threads, user and kernel, so the kernel's loopback "
           "copies too) over the same runs, summed over the ranks: with more ranks than cores "
@@ -530,7 +554,7 @@ int Main(int argc, char** argv) {
           ", and the time budget per size is ", absl::GetFlag(FLAGS_budget_seconds),
           " s, so the largest sizes get only their minimum of ", absl::GetFlag(FLAGS_min_iterations),
           " timed runs after their probe; "
-          "this keeps the whole run near five minutes. With 4 and 8 ranks the processes "
+          "this keeps the whole run under ten minutes. With 4 and 8 ranks the processes "
           "outnumber this machine's ",
           ::sysconf(_SC_NPROCESSORS_ONLN),
           " cores and every library time-shares them; libraries that spin while they wait "
