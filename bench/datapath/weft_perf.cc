@@ -1,6 +1,5 @@
 // weft-perf: all-reduce, all-to-all and all-gather latency and bus bandwidth of libweft
-// next to
-// Gloo and Open MPI, in one run, on one machine. Every rank is a process: Weft's and
+// next to Gloo and Open MPI, in one run, on one machine. Every rank is a process: Weft's and
 // Gloo's are forked here (bench/datapath/launcher.h), Open MPI's are started by
 // mpirun running weft_perf_mpi. All three run the same sweep (sweep.h, timing.h).
 // Writes a markdown section to stdout and, with --out, to a file; --raw_out keeps every
