@@ -93,6 +93,24 @@ namespace {
 
 using datapath::TransportKind;
 
+// Turns on in `config` the collectives named in `list` ("all-reduce,all-gather"), and
+// only those; an unknown name is INVALID_ARGUMENT.
+absl::Status SelectCollectives(const std::string& list, SweepConfig& config) {
+  config.all_reduce = config.all_to_all = config.all_gather = false;
+  for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    Collective collective;
+    if (!ParseCollective(name, &collective)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad --collectives entry '", name,
+                       "' (known: all-reduce, all-to-all, all-gather)"));
+    }
+    (collective == Collective::kAllReduce  ? config.all_reduce
+     : collective == Collective::kAllToAll ? config.all_to_all
+                                           : config.all_gather) = true;
+  }
+  return absl::OkStatus();
+}
+
 SweepConfig BaseConfig(int ranks) {
   SweepConfig config;
   config.ranks = ranks;
@@ -102,15 +120,7 @@ SweepConfig BaseConfig(int ranks) {
   for (size_t size : SweepSizes(cap)) {
     if (size >= absl::GetFlag(FLAGS_min_bytes)) config.sizes.push_back(size);
   }
-  config.all_reduce = config.all_to_all = config.all_gather = false;
-  for (absl::string_view name :
-       absl::StrSplit(absl::GetFlag(FLAGS_collectives), ',', absl::SkipEmpty())) {
-    Collective collective;
-    if (!ParseCollective(name, &collective)) continue;  // Main refused it already
-    (collective == Collective::kAllReduce  ? config.all_reduce
-     : collective == Collective::kAllToAll ? config.all_to_all
-                                           : config.all_gather) = true;
-  }
+  (void)SelectCollectives(absl::GetFlag(FLAGS_collectives), config);  // Main checked it
   config.policy.budget_seconds = absl::GetFlag(FLAGS_budget_seconds);
   config.policy.max_iterations = absl::GetFlag(FLAGS_max_iterations);
   config.policy.min_iterations = absl::GetFlag(FLAGS_min_iterations);
@@ -358,15 +368,11 @@ int Main(int argc, char** argv) {
     }
     rank_counts.push_back(n);
   }
-  for (absl::string_view s :
-       absl::StrSplit(absl::GetFlag(FLAGS_collectives), ',', absl::SkipEmpty())) {
-    Collective collective;
-    if (!ParseCollective(s, &collective)) {
-      std::fprintf(stderr,
-                   "bad --collectives entry '%s' (known: all-reduce, all-to-all, all-gather)\n",
-                   std::string(s).c_str());
-      return 2;
-    }
+  SweepConfig scratch;
+  if (absl::Status status = SelectCollectives(absl::GetFlag(FLAGS_collectives), scratch);
+      !status.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(status.message()).c_str());
+    return 2;
   }
   std::vector<std::string> libraries =
       absl::StrSplit(absl::GetFlag(FLAGS_libraries), ',', absl::SkipEmpty());
