@@ -166,6 +166,15 @@ absl::StatusOr<char*> Communicator::Scratch::Get(size_t num_bytes) {
   return data_;
 }
 
+void Communicator::CopyWhileProgressing(char* dst, const char* src, size_t num_bytes) {
+  // A piece at a time, so the sockets keep being served between pieces.
+  constexpr size_t kPiece = 256 << 10;
+  for (size_t done = 0; done < num_bytes; done += kPiece) {
+    std::memcpy(dst + done, src + done, std::min(kPiece, num_bytes - done));
+    transport_->Progress();
+  }
+}
+
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
     std::unique_ptr<Transport> transport, const CommunicatorOptions& options) {
   if (transport == nullptr) return absl::InvalidArgumentError("no transport");
@@ -310,8 +319,15 @@ absl::Status Communicator::AllReduceCoalesced(absl::Span<const TensorRef> tensor
   return Run([=] { return DoAllReduceCoalesced(tensors, type, op, options.bf16_compression); });
 }
 
+absl::Status Communicator::CheckReduceScatter(const void* input, const void* output,
+                                              size_t count, DataType type) const {
+  return CheckBlockInPlace("reduce_scatter", input, "input", output, "output",
+                           count * DataTypeBytes(type), count);
+}
+
 absl::Status Communicator::ReduceScatter(const void* input, void* output, size_t count,
                                          DataType type, ReduceOp op) {
+  RETURN_IF_ERROR(CheckReduceScatter(input, output, count, type));
   return Run([=] {
     return DoReduceScatter(static_cast<const char*>(input), static_cast<char*>(output), count, type,
                            op);
@@ -320,16 +336,23 @@ absl::Status Communicator::ReduceScatter(const void* input, void* output, size_t
 
 absl::Status Communicator::CheckAllGather(const void* input, const void* output, size_t count,
                                           DataType type) const {
-  const size_t block_bytes = count * DataTypeBytes(type);
-  const char* in = static_cast<const char*>(input);
-  const char* out = static_cast<const char*>(output);
-  const char* own = out + static_cast<size_t>(rank_) * block_bytes;
-  const bool overlap = in < out + block_bytes * size_ && out < in + block_bytes;
-  if (block_bytes == 0 || !overlap || in == own) return absl::OkStatus();
+  return CheckBlockInPlace("all_gather", output, "output", input, "input",
+                           count * DataTypeBytes(type), count);
+}
+
+absl::Status Communicator::CheckBlockInPlace(absl::string_view op, const void* whole,
+                                             absl::string_view whole_name, const void* block,
+                                             absl::string_view block_name, size_t block_bytes,
+                                             size_t count) const {
+  const char* all = static_cast<const char*>(whole);
+  const char* one = static_cast<const char*>(block);
+  const char* own = all + static_cast<size_t>(rank_) * block_bytes;
+  const bool overlap = one < all + block_bytes * size_ && all < one + block_bytes;
+  if (block_bytes == 0 || !overlap || one == own) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "all_gather: input overlaps output but is not this rank's block; in place, input must "
-      "be output + ",
-      rank_, " × ", count, " elements (rank ", rank_, " of ", size_, ")"));
+      op, ": ", block_name, " overlaps ", whole_name, " but is not this rank's block; in place, ",
+      block_name, " must be ", whole_name, " + ", rank_, " × ", count, " elements (rank ", rank_,
+      " of ", size_, ")"));
 }
 
 absl::Status Communicator::AllGather(const void* input, void* output, size_t count, DataType type) {
@@ -389,7 +412,9 @@ WorkHandle Communicator::AllReduceCoalescedAsync(std::vector<TensorRef> tensors,
 
 WorkHandle Communicator::ReduceScatterAsync(const void* input, void* output, size_t count,
                                             DataType type, ReduceOp op) {
+  absl::Status check = CheckReduceScatter(input, output, count, type);
   return Enqueue([=] {
+    RETURN_IF_ERROR(check);
     return DoReduceScatter(static_cast<const char*>(input), static_cast<char*>(output), count, type,
                            op);
   });
@@ -751,70 +776,145 @@ absl::Status Communicator::DoReduceScatter(const char* input, char* output, size
                                            DataType type, ReduceOp op) {
   const size_t block_bytes = count * DataTypeBytes(type);
   if (size_ == 1) {
-    if (block_bytes > 0) std::memmove(output, input, block_bytes);
+    if (block_bytes > 0 && output != input) std::memmove(output, input, block_bytes);
     return absl::OkStatus();
   }
   if (count == 0) return absl::OkStatus();
-  const int n = size_;
-  const int next = Mod(rank_ + 1, n);
-  const int prev = Mod(rank_ - 1, n);
-  const size_t element_bytes = DataTypeBytes(type);
-  const size_t segment = std::max<size_t>(1, options_.segment_bytes / element_bytes);
-  ScopedRegistration input_registration(*transport_, input, block_bytes * n);
+  ScopedRegistration input_registration(*transport_, input, block_bytes * size_);
   ScopedRegistration output_registration(*transport_, output, block_bytes);
-  ASSIGN_OR_RETURN(char* recv, recv_scratch_.Get(block_bytes));
-  ASSIGN_OR_RETURN(char* accumulate, accumulate_scratch_.Get(2 * block_bytes));
-  const char* source = input + static_cast<size_t>(Mod(rank_ - 1, n)) * block_bytes;
-  absl::Status status;
-  // Step s: send the partial of block (rank - s - 1), receive the partial of block
-  // (rank - s - 2) and add this rank's input to it. The last step lands on block rank.
-  for (int step = 0; step < n - 1 && status.ok(); ++step) {
-    const int in_block = Mod(rank_ - step - 2, n);
-    char* target = step == n - 2 ? output : accumulate + (step % 2) * block_bytes;
-    Requests requests(*transport_);
-    const size_t first_recv = requests.next_index();
-    for (size_t done = 0; done < count; done += segment) {
-      const size_t len = std::min(segment, count - done);
-      requests.Recv(prev, recv + done * element_bytes, len * element_bytes);
-    }
-    for (size_t done = 0; done < count; done += segment) {
-      const size_t len = std::min(segment, count - done);
-      requests.Send(next, source + done * element_bytes, len * element_bytes);
-    }
-    size_t index = first_recv;
-    const char* mine = input + static_cast<size_t>(in_block) * block_bytes;
-    for (size_t done = 0; done < count; done += segment, ++index) {
-      const size_t len = std::min(segment, count - done);
-      status = requests.WaitOne(index);
-      if (!status.ok()) break;
-      std::memcpy(target + done * element_bytes, mine + done * element_bytes, len * element_bytes);
-      ReduceInto(type, op, target + done * element_bytes, recv + done * element_bytes, len);
-    }
-    absl::Status all = requests.WaitAll();
-    if (status.ok()) status = all;
-    source = target;
-  }
+  // With two ranks the ring is one exchange already, and its segments overlap the
+  // reduction with the transfer; with more, it is n - 1 dependent steps.
+  const bool direct = size_ > 2 && block_bytes * size_ <= options_.small_reduce_scatter_bytes;
+  const absl::Status status = direct ? ReduceScatterDirect(input, output, count, type, op)
+                                     : ReduceScatterRing(input, output, count, type, op);
   return Annotate(status,
                   absl::StrCat("reduce_scatter of ", count, " ", DataTypeName(type), " per rank (",
                                ReduceOpName(op), ")"),
                   rank_, size_);
 }
 
+absl::Status Communicator::ReduceScatterDirect(const char* input, char* output, size_t count,
+                                               DataType type, ReduceOp op) {
+  const int n = size_;
+  const size_t block_bytes = count * DataTypeBytes(type);
+  ASSIGN_OR_RETURN(char* recv, recv_scratch_.Get((n - 1) * block_bytes));
+  Requests requests(*transport_);
+  // recv slot k - 1 holds rank (rank - k)'s contribution.
+  std::vector<size_t> recvs;
+  for (int k = 1; k < n; ++k) {
+    recvs.push_back(requests.Recv(Mod(rank_ - k, n), recv + (k - 1) * block_bytes, block_bytes));
+  }
+  for (int k = 1; k < n; ++k) {
+    const int to = Mod(rank_ + k, n);
+    requests.Send(to, input + static_cast<size_t>(to) * block_bytes, block_bytes);
+  }
+  const char* own = input + static_cast<size_t>(rank_) * block_bytes;
+  if (output != own) std::memcpy(output, own, block_bytes);
+  // A fixed order (own block, then rank - 1, rank - 2, ...) whatever lands first.
+  for (int k = 1; k < n; ++k) {
+    RETURN_IF_ERROR(requests.WaitOne(recvs[k - 1]));
+    ReduceInto(type, op, output, recv + (k - 1) * block_bytes, count);
+  }
+  return requests.WaitAll();
+}
+
+absl::Status Communicator::ReduceScatterRing(const char* input, char* output, size_t count,
+                                             DataType type, ReduceOp op) {
+  const int n = size_;
+  const int steps = n - 1;
+  const size_t element_bytes = DataTypeBytes(type);
+  const size_t block_bytes = count * element_bytes;
+  const size_t segment = std::max<size_t>(1, options_.segment_bytes / element_bytes);
+  const size_t segments = (count + segment - 1) / segment;
+  const size_t window = std::max<size_t>(2, options_.ring_window);
+  const size_t reduce_block = std::max<size_t>(1, (64 << 10) / element_bytes);
+  const int next = Mod(rank_ + 1, n);
+  const int prev = Mod(rank_ - 1, n);
+  ASSIGN_OR_RETURN(char* scratch, recv_scratch_.Get(window * segment * element_bytes));
+  char* accumulate = nullptr;
+  if (steps > 1) {
+    ASSIGN_OR_RETURN(accumulate, accumulate_scratch_.Get(2 * block_bytes));
+  }
+  // Step t sends the partial of block (rank - t - 1) and receives the partial of block
+  // (rank - t - 2), to which it adds this rank's input: into an accumulator (two,
+  // alternating) or, at the last step, the output.
+  auto target = [&](int t) {
+    return t == steps - 1 ? output : accumulate + static_cast<size_t>(t % 2) * block_bytes;
+  };
+  auto source = [&](int t) -> const char* {
+    return t == 0 ? input + static_cast<size_t>(Mod(rank_ - 1, n)) * block_bytes : target(t - 1);
+  };
+  auto length = [&](size_t d) { return std::min(segment, count - d * segment); };
+
+  Requests requests(*transport_);
+  std::vector<std::vector<size_t>> sends(steps);
+  // Receives land in a ring of `window` segment slots, posted in (step, segment) order
+  // as slots free up.
+  std::vector<size_t> recvs(steps * segments);
+  size_t posted = 0;
+  size_t reduced = 0;
+  auto post_recvs = [&] {
+    for (; posted < recvs.size() && posted < reduced + window; ++posted) {
+      recvs[posted] = requests.Recv(prev, scratch + (posted % window) * segment * element_bytes,
+                                    length(posted % segments) * element_bytes);
+    }
+  };
+  auto post_send = [&](int t, size_t d) {
+    sends[t].push_back(requests.Send(next, source(t) + d * segment * element_bytes,
+                                     length(d) * element_bytes));
+  };
+
+  post_recvs();
+  for (size_t d = 0; d < segments; ++d) post_send(0, d);
+  for (int t = 0; t < steps; ++t) {
+    const char* mine = input + static_cast<size_t>(Mod(rank_ - t - 2, n)) * block_bytes;
+    char* out = target(t);
+    for (size_t d = 0; d < segments; ++d) {
+      RETURN_IF_ERROR(requests.WaitOne(recvs[t * segments + d]));
+      // The accumulator this step writes is the one step t - 1 sends from.
+      if (t >= 2 && t < steps - 1) RETURN_IF_ERROR(requests.WaitOne(sends[t - 1][d]));
+      const char* received = scratch + (reduced % window) * segment * element_bytes;
+      const size_t offset = d * segment;
+      for (size_t b = 0; b < length(d); b += reduce_block) {
+        const size_t len = std::min(reduce_block, length(d) - b);
+        char* dst = out + (offset + b) * element_bytes;
+        const char* mine_part = mine + (offset + b) * element_bytes;
+        if (dst != mine_part) std::memcpy(dst, mine_part, len * element_bytes);
+        ReduceInto(type, op, dst, received + b * element_bytes, len);
+        transport_->Progress();
+      }
+      ++reduced;
+      post_recvs();
+      // Forward the segment at once: the next step streams behind this one.
+      if (t + 1 < steps) post_send(t + 1, d);
+    }
+  }
+  return requests.WaitAll();
+}
+
 absl::Status Communicator::DoAllGather(const char* input, char* output, size_t count,
                                        DataType type) {
   const size_t block_bytes = count * DataTypeBytes(type);
   char* own = output + static_cast<size_t>(rank_) * block_bytes;
-  if (block_bytes > 0 && own != input) std::memmove(own, input, block_bytes);
-  if (size_ == 1 || block_bytes == 0) return absl::OkStatus();
+  if (size_ == 1 || block_bytes == 0) {
+    if (block_bytes > 0 && own != input) std::memmove(own, input, block_bytes);
+    return absl::OkStatus();
+  }
   const int n = size_;
   ScopedRegistration registration(*transport_, output, block_bytes * n);
+  // In place the input is part of the output, registered above.
+  ScopedRegistration input_registration(*transport_, input == own ? nullptr : input,
+                                        block_bytes);
   Requests requests(*transport_);
+  // This rank's block goes out from the input, so the network starts at once and the
+  // copy into the output's own block overlaps it.
   if (block_bytes * n <= options_.small_allgather_bytes) {
     for (int k = 1; k < n; ++k) {
       const int from = Mod(rank_ - k, n);
       requests.Recv(from, output + static_cast<size_t>(from) * block_bytes, block_bytes);
     }
-    for (int k = 1; k < n; ++k) requests.Send(Mod(rank_ + k, n), own, block_bytes);
+    for (int k = 1; k < n; ++k) requests.Send(Mod(rank_ + k, n), input, block_bytes);
+    if (own != input) CopyWhileProgressing(own, input, block_bytes);
   } else {
     const int next = Mod(rank_ + 1, n);
     const int prev = Mod(rank_ - 1, n);
@@ -822,7 +922,9 @@ absl::Status Communicator::DoAllGather(const char* input, char* output, size_t c
       const int out_block = Mod(rank_ - step, n);
       const int in_block = Mod(rank_ - step - 1, n);
       requests.Recv(prev, output + static_cast<size_t>(in_block) * block_bytes, block_bytes);
-      requests.Send(next, output + static_cast<size_t>(out_block) * block_bytes, block_bytes);
+      requests.Send(next, step == 0 ? input : output + static_cast<size_t>(out_block) * block_bytes,
+                    block_bytes);
+      if (step == 0 && own != input) CopyWhileProgressing(own, input, block_bytes);
       (void)requests.WaitAll();
     }
   }
@@ -912,15 +1014,9 @@ absl::Status Communicator::DoAllToAllV(const char* input, absl::Span<const size_
   };
   int next_round = 1;
   for (; next_round < n && next_round <= window; ++next_round) post_round(next_round);
-  // This rank's own block is a local copy: do it while the network moves the rest,
-  // a block at a time so the sockets keep being served.
-  const size_t own_bytes = send_counts[rank_] * element_bytes;
-  constexpr size_t kCopyBlock = 256 << 10;
-  for (size_t done = 0; done < own_bytes; done += kCopyBlock) {
-    std::memcpy(output + recv_offset[rank_] + done, input + send_offset[rank_] + done,
-                std::min(kCopyBlock, own_bytes - done));
-    transport_->Progress();
-  }
+  // This rank's own block is a local copy: do it while the network moves the rest.
+  CopyWhileProgressing(output + recv_offset[rank_], input + send_offset[rank_],
+                       send_counts[rank_] * element_bytes);
   for (int k = 1; k < n && requests.status().ok(); ++k) {
     (void)requests.WaitOne(round_requests[2 * (k - 1)]);
     (void)requests.WaitOne(round_requests[2 * (k - 1) + 1]);

@@ -13,8 +13,13 @@
 //                   overlap instead of waiting for each other. Reduce-scatter segments
 //                   land in a small ring of ring_window scratch slots, which stays in
 //                   cache whatever the buffer size.
-//   reduce-scatter  ring, segmented.
-//   all-gather      everyone-to-everyone up to small_allgather_bytes, else ring.
+//   reduce-scatter  with more than two ranks, everyone-to-everyone up to
+//                   small_reduce_scatter_bytes (one round: each rank sends every other
+//                   rank its block, then reduces what it got); else a ring streamed like
+//                   all-reduce's first phase: each segment is reduced as it lands and
+//                   forwarded at once.
+//   all-gather      everyone-to-everyone up to small_allgather_bytes, else ring; this
+//                   rank's block leaves from the input while it is copied into place.
 //   broadcast       binomial tree up to small_broadcast_bytes, else a pipelined chain.
 //   all-to-all(v)   pairwise rounds (rank r sends to r + k and receives from r - k in
 //                   round k), all in flight when small, alltoall_window of them when
@@ -72,8 +77,14 @@ namespace weft::datapath {
 struct CommunicatorOptions {
   // All-reduce: recursive doubling up to this many bytes per rank, ring above.
   size_t small_allreduce_bytes = 64 << 10;
-  // All-gather: everyone-to-everyone up to this many output bytes, ring above.
-  size_t small_allgather_bytes = 256 << 10;
+  // All-gather: everyone-to-everyone up to this many output bytes, ring above. On
+  // loopback the one round beat the n - 1 ring steps by 1.2-1.7× at 4 and 8 ranks
+  // from 1 to 4 MiB (docs/benchmarks.md).
+  size_t small_allgather_bytes = 4 << 20;
+  // Reduce-scatter: everyone-to-everyone up to this many input bytes (with more than
+  // two ranks), ring above. On loopback the one round beat the n - 1 ring steps by
+  // 1.25-1.48× at 4 and 8 ranks up to 4 MiB (docs/benchmarks.md).
+  size_t small_reduce_scatter_bytes = 4 << 20;
   // All-to-all: every pair at once up to this many bytes per rank; above, pairwise
   // rounds, alltoall_window of them in flight.
   size_t small_alltoall_bytes = 256 << 10;
@@ -82,7 +93,7 @@ struct CommunicatorOptions {
   size_t small_broadcast_bytes = 64 << 10;
   // Ring and chain steps move their data in messages of at most this size.
   size_t segment_bytes = 256 << 10;
-  // All-reduce ring: reduce-scatter segments in flight towards this rank at once.
+  // All-reduce and reduce-scatter rings: segments in flight towards this rank at once.
   size_t ring_window = 4;
   // AllReduceCoalesced packs tensors into buckets of up to this many bytes.
   size_t bucket_bytes = 4 << 20;
@@ -141,7 +152,8 @@ class Communicator {
   absl::Status AllReduceCoalesced(absl::Span<const TensorRef> tensors, DataType type, ReduceOp op,
                                   const AllReduceOptions& options = {});
   // input holds size() blocks of count elements; output gets this rank's block,
-  // reduced over ranks.
+  // reduced over ranks. In place, output is input's block rank(); any other overlap
+  // is INVALID_ARGUMENT.
   absl::Status ReduceScatter(const void* input, void* output, size_t count, DataType type,
                              ReduceOp op);
   // output gets size() blocks of count elements, block r from rank r's input. In place,
@@ -193,9 +205,19 @@ class Communicator {
   absl::Status Execute(const Op& op);
   void WorkerLoop();
 
+  // memcpy of non-overlapping buffers that keeps the transport moving meanwhile.
+  void CopyWhileProgressing(char* dst, const char* src, size_t num_bytes);
+
   absl::Status CheckAllReduce(DataType type, const AllReduceOptions& options) const;
   absl::Status CheckAllGather(const void* input, const void* output, size_t count,
                               DataType type) const;
+  absl::Status CheckReduceScatter(const void* input, const void* output, size_t count,
+                                  DataType type) const;
+  // `block` (one block) may overlap `whole` (size() blocks) only as whole's block rank().
+  absl::Status CheckBlockInPlace(absl::string_view op, const void* whole,
+                                 absl::string_view whole_name, const void* block,
+                                 absl::string_view block_name, size_t block_bytes,
+                                 size_t count) const;
   absl::Status CheckAllToAllV(absl::Span<const size_t> send_counts,
                               absl::Span<const size_t> recv_counts) const;
 
@@ -208,6 +230,10 @@ class Communicator {
                                     bool compress);
   absl::Status DoReduceScatter(const char* input, char* output, size_t count, DataType type,
                                ReduceOp op);
+  absl::Status ReduceScatterDirect(const char* input, char* output, size_t count, DataType type,
+                                   ReduceOp op);
+  absl::Status ReduceScatterRing(const char* input, char* output, size_t count, DataType type,
+                                 ReduceOp op);
   absl::Status DoAllGather(const char* input, char* output, size_t count, DataType type);
   absl::Status DoBroadcast(char* data, size_t count, DataType type, int root);
   absl::Status DoAllToAllV(const char* input, absl::Span<const size_t> send_counts, char* output,

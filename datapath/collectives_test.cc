@@ -28,6 +28,7 @@ CommunicatorOptions SmallThresholds() {
   CommunicatorOptions options;
   options.small_allreduce_bytes = 1024;
   options.small_allgather_bytes = 1024;
+  options.small_reduce_scatter_bytes = 1024;
   options.small_broadcast_bytes = 1024;
   options.small_alltoall_bytes = 1024;
   options.alltoall_window = 2;
@@ -223,6 +224,14 @@ TEST_P(CollectivesTest, ReduceScatter) {
         const std::vector<int64_t> want(full.begin() + rank * count,
                                         full.begin() + (rank + 1) * count);
         EXPECT_EQ(output, want) << "count " << count << " rank " << rank;
+        // In place: the output is this rank's block of the input.
+        std::vector<int64_t> in_place = input;
+        ASSERT_TRUE(comm(rank)
+                        .ReduceScatter(in_place.data(), in_place.data() + rank * count, count,
+                                       DataType::kInt64, op)
+                        .ok());
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), in_place.begin() + rank * count))
+            << "in place, count " << count << " rank " << rank;
       });
     }
   }
@@ -380,6 +389,20 @@ TEST_P(CollectivesTest, InvalidArgumentsFailTheCallOnly) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(gathered, std::vector<int32_t>(4 * size_, 7)) << "nothing written";
+  // Reduce-scatter in place must write this rank's own block of the input.
+  const absl::Status scatter_overlap = comm(0).ReduceScatter(
+      gathered.data(), gathered.data() + 4, 4, DataType::kInt32, ReduceOp::kSum);
+  EXPECT_EQ(scatter_overlap.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(scatter_overlap.message().find("in place, output must be input + 0 × 4 elements"),
+            absl::string_view::npos)
+      << scatter_overlap;
+  EXPECT_EQ(comm(0)
+                .ReduceScatterAsync(gathered.data(), gathered.data() + 1, 4, DataType::kInt32,
+                                    ReduceOp::kSum)
+                .Wait()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(gathered, std::vector<int32_t>(4 * size_, 7)) << "nothing written";
   // Still usable.
   RunRanks(size_, [&](int rank) { EXPECT_TRUE(comm(rank).Barrier().ok()); });
 }
@@ -405,6 +428,33 @@ TEST(CollectivesDefaultsTest, LargeAllReduceWithDefaultOptions) {
         job->comms[rank]->AllReduce(data.data(), kCount, DataType::kFloat32, ReduceOp::kSum).ok());
     EXPECT_TRUE(data == want);
   });
+}
+
+// Both reduce-scatter and both all-gather algorithms, at their default thresholds
+// (4 MiB of input, of output), with blocks above the TCP transport's 1 MiB
+// clear-to-send size.
+TEST(CollectivesDefaultsTest, ReduceScatterAndAllGatherEitherSideOfTheirThresholds) {
+  constexpr int kRanks = 3;
+  auto job = MakeJob("tcp", kRanks, CommunicatorOptions());
+  ASSERT_EQ(job->comms.size(), 3u);
+  for (size_t count : {size_t{300'000}, size_t{(1 << 19) + 3}}) {  // 3.6 MB, 6.3 MB of input
+    const std::vector<float> full = Expected<float>(kRanks, count * kRanks, ReduceOp::kSum);
+    RunRanks(kRanks, [&](int rank) {
+      const std::vector<float> input = Input<float>(rank, count * kRanks);
+      std::vector<float> output(count, -1.0f);
+      ASSERT_TRUE(job->comms[rank]
+                      ->ReduceScatter(input.data(), output.data(), count, DataType::kFloat32,
+                                      ReduceOp::kSum)
+                      .ok());
+      EXPECT_TRUE(std::equal(output.begin(), output.end(), full.begin() + rank * count))
+          << "count " << count << " rank " << rank;
+      std::vector<float> gathered(count * kRanks, -1.0f);
+      ASSERT_TRUE(job->comms[rank]
+                      ->AllGather(output.data(), gathered.data(), count, DataType::kFloat32)
+                      .ok());
+      EXPECT_TRUE(gathered == full) << "count " << count << " rank " << rank;
+    });
+  }
 }
 
 TEST(CollectivesRcTest, ALargeAllReduceRegistersTheCallersBufferOnce) {
