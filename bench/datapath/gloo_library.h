@@ -1,6 +1,7 @@
 // Gloo as a CollectiveLibrary for weft-perf: its TCP transport, a FileStore rendezvous,
-// gloo::allreduce (ring), gloo::alltoall and gloo::allgather (ring). Gloo reports failures by throwing; they are
-// caught here and returned as statuses.
+// gloo::allreduce (ring), gloo::alltoall and gloo::allgather (ring); no reduce-scatter
+// (UNIMPLEMENTED, saying why). Gloo reports failures by throwing; they are caught here
+// and returned as statuses.
 //
 // Thread-compatible: one rank per object, one call at a time.
 #ifndef WEFT_BENCH_DATAPATH_GLOO_LIBRARY_H_
@@ -34,6 +35,7 @@ class GlooLibrary : public CollectiveLibrary {
   absl::Status AllReduceSum(float* data, size_t count) override;
   absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) override;
   absl::Status AllGather(const float* input, float* output, size_t count_per_rank) override;
+  absl::Status ReduceScatterSum(float* input, float* output, size_t count_per_rank) override;
   absl::StatusOr<double> MaxOverRanks(double value) override;
   absl::StatusOr<double> SumOverRanks(double value) override;
 

@@ -38,6 +38,8 @@ TEST(GlooLibraryTest, AllReduceAllToAllAllGatherMaxAndSum) {
       std::vector<float> mine(3, rank + 0.5f), gathered(kRanks * 3, -1.0f);
       ASSERT_TRUE((*gloo)->AllGather(mine.data(), gathered.data(), 3).ok());
       for (int from = 0; from < kRanks; ++from) EXPECT_EQ(gathered[from * 3 + 2], from + 0.5f);
+      EXPECT_EQ((*gloo)->ReduceScatterSum(in.data(), out.data(), 2).code(),
+                absl::StatusCode::kUnimplemented);
       auto max = (*gloo)->MaxOverRanks(rank * 1.5);
       ASSERT_TRUE(max.ok());
       EXPECT_EQ(*max, 3.0);

@@ -1,6 +1,7 @@
 // weft_perf_mpi: the Open MPI side of weft-perf, one process per rank under mpirun.
 // Runs the same sweep as the other libraries (bench/datapath/sweep.h) over
-// MPI_Allreduce / MPI_Alltoall / MPI_Allgather and prints rank 0's measurements, one per line.
+// MPI_Allreduce / MPI_Alltoall / MPI_Allgather / MPI_Reduce_scatter_block and prints
+// rank 0's measurements, one per line.
 #include <mpi/mpi.h>
 
 #include <cstdio>
@@ -22,6 +23,7 @@ ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
 ABSL_FLAG(bool, all_reduce, true, "Sweep all-reduce.");
 ABSL_FLAG(bool, all_to_all, true, "Sweep all-to-all.");
 ABSL_FLAG(bool, all_gather, false, "Sweep all-gather.");
+ABSL_FLAG(bool, reduce_scatter, false, "Sweep reduce-scatter.");
 
 namespace weft::bench {
 namespace {
@@ -42,6 +44,11 @@ class MpiLibrary : public CollectiveLibrary {
     const int count = static_cast<int>(count_per_rank);
     return Check(MPI_Allgather(input, count, MPI_FLOAT, output, count, MPI_FLOAT, MPI_COMM_WORLD),
                  "MPI_Allgather");
+  }
+  absl::Status ReduceScatterSum(float* input, float* output, size_t count_per_rank) override {
+    return Check(MPI_Reduce_scatter_block(input, output, static_cast<int>(count_per_rank),
+                                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                 "MPI_Reduce_scatter_block");
   }
   absl::StatusOr<double> MaxOverRanks(double value) override { return Reduce(value, MPI_MAX); }
   absl::StatusOr<double> SumOverRanks(double value) override { return Reduce(value, MPI_SUM); }
@@ -77,6 +84,7 @@ int Main(int argc, char** argv) {
   config.all_reduce = absl::GetFlag(FLAGS_all_reduce);
   config.all_to_all = absl::GetFlag(FLAGS_all_to_all);
   config.all_gather = absl::GetFlag(FLAGS_all_gather);
+  config.reduce_scatter = absl::GetFlag(FLAGS_reduce_scatter);
   config.policy.budget_seconds = absl::GetFlag(FLAGS_budget_seconds);
   config.policy.min_iterations = absl::GetFlag(FLAGS_min_iterations);
   config.policy.batches = absl::GetFlag(FLAGS_batches);

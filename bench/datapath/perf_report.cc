@@ -19,12 +19,14 @@ const char* CollectiveName(Collective collective) {
       return "all-to-all";
     case Collective::kAllGather:
       return "all-gather";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
   }
   return "?";
 }
 
 bool ParseCollective(absl::string_view name, Collective* collective) {
-  for (Collective c : {Collective::kAllReduce, Collective::kAllToAll, Collective::kAllGather}) {
+  for (Collective c : kAllCollectives) {
     if (name == CollectiveName(c)) {
       *collective = c;
       return true;
@@ -86,7 +88,8 @@ double AlgBandwidthGBps(size_t bytes, double time_us) {
 
 double BusBandwidthGBps(Collective collective, int ranks, size_t bytes, double time_us) {
   const double n = ranks;
-  // All-to-all and all-gather move (n-1)/n of the buffer through each rank's link.
+  // All-to-all, all-gather and reduce-scatter move (n-1)/n of the buffer through each
+  // rank's link.
   const double factor = collective == Collective::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
   return AlgBandwidthGBps(bytes, time_us) * factor;
 }
@@ -134,13 +137,14 @@ std::string CpuTime(double us) {
 
 TargetCheck CheckTargets(const std::vector<Measurement>& measurements, const std::string& weft,
                          const std::string& baseline, size_t bandwidth_from_bytes,
-                         size_t latency_up_to_bytes, bool targets) {
+                         size_t latency_up_to_bytes, std::optional<Collective> only) {
   auto index = Index(measurements);
   TargetCheck check;
   check.worst_bandwidth_ratio = 1e30;
   check.worst_latency_ratio = 1e30;
   for (const auto& [key, ours] : index[weft]) {
-    if (IsTargetCollective(std::get<0>(key)) != targets) continue;
+    const Collective collective = std::get<0>(key);
+    if (only ? collective != *only : !IsTargetCollective(collective)) continue;
     auto it = index[baseline].find(key);
     if (it == index[baseline].end()) continue;
     const double ratio = it->second->time_us / ours->time_us;
@@ -219,19 +223,23 @@ std::string RenderTargetLines(const ReportText& text,
                               const std::vector<Measurement>& measurements) {
   auto label = [&](size_t i) { return LabelOf(text, text.libraries[i]); };
   const std::string& weft = text.libraries.front();
-  std::set<std::string> others;  // measured collectives outside the targets
-  for (const Measurement& m : measurements) {
-    if (!IsTargetCollective(m.collective)) others.insert(CollectiveName(m.collective));
+  // The targets first (nullopt), then each measured collective outside them.
+  std::vector<std::optional<Collective>> groups = {std::nullopt};
+  for (Collective c : kAllCollectives) {
+    const bool measured = std::any_of(measurements.begin(), measurements.end(),
+                                      [&](const Measurement& m) { return m.collective == c; });
+    if (!IsTargetCollective(c) && measured) groups.push_back(c);
   }
   std::string out;
-  for (bool targets : {true, false}) {
-    if (!targets && others.empty()) break;
+  for (const std::optional<Collective>& group : groups) {
     const std::string prefix =
-        targets ? "" : absl::StrCat("beyond the targets (", absl::StrJoin(others, ", "), "), ");
+        group ? absl::StrCat("beyond the targets (", CollectiveName(*group), "), ") : "";
     for (size_t i = 1; i < text.libraries.size(); ++i) {
       const TargetCheck check =
           CheckTargets(measurements, weft, text.libraries[i], kBandwidthTargetFromBytes,
-                       kLatencyTargetUpToBytes, targets);
+                       kLatencyTargetUpToBytes, group);
+      // A baseline that lacks a collective outside the targets has no line for it.
+      if (group && check.bandwidth_cases + check.latency_cases == 0) continue;
       absl::StrAppend(
           &out,
           absl::StrFormat("- %svs %s: bus bandwidth at 1 MiB and above at least %s's in %d of "

@@ -4,14 +4,16 @@
 //
 //   algbw = bytes / time
 //   busbw = algbw × 2(n−1)/n   all-reduce  (each rank sends and receives that much)
-//   busbw = algbw × (n−1)/n    all-to-all, all-gather
+//   busbw = algbw × (n−1)/n    all-to-all, all-gather, reduce-scatter
 // where bytes is the per-rank buffer (all-reduce), the per-rank send buffer
-// (all-to-all) or the per-rank output buffer (all-gather: every rank's block), n the
-// rank count, and 1 GB/s = 1e9 bytes per second.
+// (all-to-all), the per-rank output buffer (all-gather: every rank's block) or the
+// per-rank input buffer (reduce-scatter: every rank's block), n the rank count, and
+// 1 GB/s = 1e9 bytes per second.
 #ifndef WEFT_BENCH_DATAPATH_PERF_REPORT_H_
 #define WEFT_BENCH_DATAPATH_PERF_REPORT_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +21,13 @@
 
 namespace weft::bench {
 
-enum class Collective { kAllReduce, kAllToAll, kAllGather };
+enum class Collective { kAllReduce, kAllToAll, kAllGather, kReduceScatter };
+inline constexpr Collective kAllCollectives[] = {Collective::kAllReduce, Collective::kAllToAll,
+                                                 Collective::kAllGather,
+                                                 Collective::kReduceScatter};
 
-const char* CollectiveName(Collective collective);  // "all-reduce", "all-to-all", "all-gather"
+// "all-reduce", "all-to-all", "all-gather", "reduce-scatter".
+const char* CollectiveName(Collective collective);
 // "all-gather" -> kAllGather; false for anything else.
 bool ParseCollective(absl::string_view name, Collective* collective);
 
@@ -54,14 +60,15 @@ std::string FormatBytes(size_t bytes);
 
 // The targets: bus bandwidth at least the baseline's from 1 MiB, latency at
 // most the baseline's up to 64 KiB, for all-reduce and all-to-all. Other collectives
-// (all-gather) are measured and checked the same way, but reported apart.
+// (all-gather, reduce-scatter) are measured and checked the same way, but reported
+// apart, each on its own.
 inline constexpr size_t kBandwidthTargetFromBytes = size_t{1} << 20;
 inline constexpr size_t kLatencyTargetUpToBytes = size_t{64} << 10;
 bool IsTargetCollective(Collective collective);
 
 // How Weft fares against one baseline on the targets: bus bandwidth at least
 // the baseline's from `bandwidth_from_bytes` up, latency at most the baseline's up to
-// `latency_up_to_bytes`, over the target collectives (`targets`) or the others.
+// `latency_up_to_bytes`, over the target collectives (`only` unset) or over `only`.
 // Ratios are baseline time / Weft time (above 1: Weft faster).
 struct TargetCheck {
   int bandwidth_cases = 0;
@@ -73,7 +80,8 @@ struct TargetCheck {
 };
 TargetCheck CheckTargets(const std::vector<Measurement>& measurements, const std::string& weft,
                          const std::string& baseline, size_t bandwidth_from_bytes,
-                         size_t latency_up_to_bytes, bool targets = true);
+                         size_t latency_up_to_bytes,
+                         std::optional<Collective> only = std::nullopt);
 
 struct ReportText {
   std::string title;
@@ -88,7 +96,7 @@ std::string RenderMarkdown(const ReportText& text, const std::vector<Measurement
 
 // The target check alone: one "- vs <library>: ..." line per baseline, then, if other
 // collectives were measured, one "- beyond the targets (all-gather), vs <library>: ..."
-// line per baseline.
+// line per such collective and baseline that measured it.
 std::string RenderTargetLines(const ReportText& text,
                               const std::vector<Measurement>& measurements);
 

@@ -85,17 +85,21 @@ TEST(CheckTargetsTest, CountsCasesAndWorstRatios) {
   EXPECT_DOUBLE_EQ(check.worst_latency_ratio, 1.0);
 }
 
-TEST(CheckTargetsTest, AllGatherIsCheckedApartFromTheTargets) {
+TEST(CheckTargetsTest, OtherCollectivesAreCheckedApartFromTheTargetsEachOnItsOwn) {
   std::vector<Measurement> all = Sample();
   all.push_back({"weft", Collective::kAllGather, 4, 4 << 20, 100.0, 10});
   all.push_back({"gloo", Collective::kAllGather, 4, 4 << 20, 50.0, 10});
   all.push_back({"weft", Collective::kAllGather, 4, 4096, 10.0, 10});
   all.push_back({"gloo", Collective::kAllGather, 4, 4096, 30.0, 10});
-  // The targets are unchanged by the all-gather cases.
+  all.push_back({"weft", Collective::kReduceScatter, 4, 4 << 20, 100.0, 10});
+  all.push_back({"gloo", Collective::kReduceScatter, 4, 4 << 20, 150.0, 10});
+  all.push_back({"weft", Collective::kReduceScatter, 4, 16 << 20, 100.0, 10});
+  all.push_back({"gloo", Collective::kReduceScatter, 4, 16 << 20, 125.0, 10});
+  // The targets are unchanged by the other collectives' cases.
   TargetCheck targets = CheckTargets(all, "weft", "gloo", 1 << 20, 64 << 10);
   EXPECT_EQ(targets.bandwidth_cases, 1);
   EXPECT_EQ(targets.latency_cases, 2);
-  TargetCheck beyond = CheckTargets(all, "weft", "gloo", 1 << 20, 64 << 10, /*targets=*/false);
+  TargetCheck beyond = CheckTargets(all, "weft", "gloo", 1 << 20, 64 << 10, Collective::kAllGather);
   EXPECT_EQ(beyond.bandwidth_cases, 1);
   EXPECT_EQ(beyond.bandwidth_met, 0);
   EXPECT_DOUBLE_EQ(beyond.worst_bandwidth_ratio, 0.5);
@@ -116,11 +120,28 @@ TEST(CheckTargetsTest, AllGatherIsCheckedApartFromTheTargets) {
                        "to 64 KiB at most Gloo's in 1 of 1 cases (worst 3.00×)."),
             std::string::npos)
       << lines;
+  EXPECT_NE(lines.find("- beyond the targets (reduce-scatter), vs Gloo: bus bandwidth at 1 MiB "
+                       "and above at least Gloo's in 2 of 2 cases (worst 1.25×); latency from 8 B "
+                       "to 64 KiB at most Gloo's in 0 of 0 cases"),
+            std::string::npos)
+      << lines;
+  EXPECT_EQ(lines.find("all-gather, reduce-scatter"), std::string::npos) << lines;
+  // MPI measured all-gather but not reduce-scatter: no reduce-scatter line for it.
+  all.push_back({"mpi", Collective::kAllGather, 4, 4 << 20, 100.0, 10});
+  text.libraries.push_back("mpi");
+  text.library_labels.push_back("MPI");
+  const std::string with_mpi = RenderTargetLines(text, all);
+  EXPECT_NE(with_mpi.find("- beyond the targets (all-gather), vs MPI: bus bandwidth at 1 MiB and "
+                          "above at least MPI's in 1 of 1 cases"),
+            std::string::npos)
+      << with_mpi;
+  EXPECT_EQ(with_mpi.find("(reduce-scatter), vs MPI"), std::string::npos) << with_mpi;
   // Shortfalls and the CPU comparison stay with the targets.
   EXPECT_EQ(RenderShortfalls(text, all, {all}, "gloo", 1 << 20, 64 << 10).find("all-gather"),
             std::string::npos);
   EXPECT_EQ(RenderTargetLines(text, Sample()).find("beyond"), std::string::npos);
   EXPECT_DOUBLE_EQ(BusBandwidthGBps(Collective::kAllGather, 4, 4'000'000, 1000), 3.0);
+  EXPECT_DOUBLE_EQ(BusBandwidthGBps(Collective::kReduceScatter, 4, 4'000'000, 1000), 3.0);
 }
 
 TEST(RenderMarkdownTest, TablesRatiosAndMissingCells) {

@@ -62,6 +62,28 @@ absl::Status CheckAllGather(const SweepConfig& config, CollectiveLibrary& ops,
   return absl::OkStatus();
 }
 
+absl::Status CheckReduceScatter(const SweepConfig& config, CollectiveLibrary& ops,
+                                std::vector<float>& input, std::vector<float>& output,
+                                size_t count) {
+  for (int to = 0; to < config.ranks; ++to) {
+    std::fill(input.begin() + to * count, input.begin() + (to + 1) * count,
+              static_cast<float>(config.rank * 1000 + to));
+  }
+  std::fill(output.begin(), output.end(), -1.0f);
+  RETURN_IF_ERROR(ops.ReduceScatterSum(input.data(), output.data(), count));
+  // Every rank's block `rank`, summed: 1000 × (0 + 1 + ... + n-1) + n × rank.
+  const float want =
+      1000.0f * config.ranks * (config.ranks - 1) / 2 + static_cast<float>(config.ranks) * config.rank;
+  for (size_t i : {size_t{0}, count / 2, count - 1}) {
+    if (output[i] != want) {
+      return absl::InternalError(absl::StrCat("reduce-scatter: element ", i, " of rank ",
+                                              config.rank, "'s block holds ", output[i],
+                                              ", want ", want));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
@@ -116,6 +138,18 @@ absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
                          return ops.AllGather(input.data(), output.data(), count);
                        }));
       RETURN_IF_ERROR(CheckAllGather(config, ops, input, output, count));
+      out.push_back(m);
+    }
+  }
+  if (config.reduce_scatter) {
+    for (size_t requested : config.sizes) {
+      const size_t bytes = WholeFloatsPerRankBytes(requested, config.ranks);
+      const size_t count = bytes / sizeof(float) / config.ranks;
+      std::vector<float> input(count * config.ranks, 1.0f), output(count);
+      ASSIGN_OR_RETURN(Measurement m, time(Collective::kReduceScatter, bytes, [&] {
+                         return ops.ReduceScatterSum(input.data(), output.data(), count);
+                       }));
+      RETURN_IF_ERROR(CheckReduceScatter(config, ops, input, output, count));
       out.push_back(m);
     }
   }

@@ -1,5 +1,6 @@
 // The per-rank body of weft-perf, shared by every library: for each size, time
-// all-reduce (float32 sum, in place), all-to-all and all-gather (float32) under one
+// all-reduce (float32 sum, in place), all-to-all, all-gather and reduce-scatter
+// (float32, sum) under one
 // TimingPolicy, then run each once more on known data and check the result, so a
 // library that skips work cannot look fast.
 //
@@ -25,6 +26,9 @@ class CollectiveLibrary {
   virtual absl::Status AllToAll(const float* input, float* output, size_t count_per_rank) = 0;
   // input holds count_per_rank floats, output ranks × count_per_rank.
   virtual absl::Status AllGather(const float* input, float* output, size_t count_per_rank) = 0;
+  // input holds ranks × count_per_rank floats and may be overwritten (Gloo reduces in
+  // place); output gets count_per_rank floats, the sum of every rank's block `rank`.
+  virtual absl::Status ReduceScatterSum(float* input, float* output, size_t count_per_rank) = 0;
   virtual absl::StatusOr<double> MaxOverRanks(double value) = 0;
   virtual absl::StatusOr<double> SumOverRanks(double value) = 0;
 };
@@ -36,6 +40,7 @@ struct SweepConfig {
   bool all_reduce = true;
   bool all_to_all = true;
   bool all_gather = false;
+  bool reduce_scatter = false;
   TimingPolicy policy;
 };
 

@@ -13,7 +13,7 @@ namespace weft::bench {
 namespace {
 
 // A one-rank "library" that can be told to skip work.
-enum class Skip { kNothing, kAllReduce, kAllGather };
+enum class Skip { kNothing, kAllReduce, kAllGather, kReduceScatter };
 class LocalLibrary : public CollectiveLibrary {
  public:
   explicit LocalLibrary(Skip skip) : skip_(skip) {}
@@ -28,6 +28,11 @@ class LocalLibrary : public CollectiveLibrary {
   absl::Status AllGather(const float* input, float* output, size_t count) override {
     // Skipping: only the first half of the block arrives.
     std::memcpy(output, input, (skip_ == Skip::kAllGather ? count / 2 : count) * sizeof(float));
+    return absl::OkStatus();
+  }
+  absl::Status ReduceScatterSum(float* input, float* output, size_t count) override {
+    // Skipping: the last element is left as it was.
+    std::memcpy(output, input, (skip_ == Skip::kReduceScatter ? count - 1 : count) * sizeof(float));
     return absl::OkStatus();
   }
   absl::StatusOr<double> MaxOverRanks(double value) override { return value; }
@@ -48,7 +53,7 @@ TEST(RunSweepTest, MeasuresEverySizeOfEachCollectiveAskedFor) {
   LocalLibrary library(Skip::kNothing);
   auto measurements = RunSweep(OneRank(), "local", library);
   ASSERT_TRUE(measurements.ok()) << measurements.status();
-  ASSERT_EQ(measurements->size(), 4u);  // all-gather is off by default
+  ASSERT_EQ(measurements->size(), 4u);  // all-gather and reduce-scatter are off by default
   EXPECT_EQ((*measurements)[0].collective, Collective::kAllReduce);
   EXPECT_EQ((*measurements)[1].bytes, 4096u);
   EXPECT_EQ((*measurements)[3].collective, Collective::kAllToAll);
@@ -79,6 +84,16 @@ TEST(RunSweepTest, AWrongResultFailsTheSweep) {
   EXPECT_NE(measurements.status().message().find("all-gather: block of rank 0 element 1 holds -1"),
             std::string::npos)
       << measurements.status();
+
+  SweepConfig reduce_scatter = OneRank();
+  reduce_scatter.reduce_scatter = true;
+  LocalLibrary short_one(Skip::kReduceScatter);
+  measurements = RunSweep(reduce_scatter, "short", short_one);
+  EXPECT_EQ(measurements.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(measurements.status().message().find(
+                "reduce-scatter: element 1 of rank 0's block holds -1, want 0"),
+            std::string::npos)
+      << measurements.status();
 }
 
 TEST(RunSweepTest, WeftOverTcpPassesItsOwnChecks) {
@@ -92,13 +107,16 @@ TEST(RunSweepTest, WeftOverTcpPassesItsOwnChecks) {
     config.ranks = 3;
     config.sizes = {8, 100000};
     config.all_gather = true;
+    config.reduce_scatter = true;
     WeftLibrary library(*comms[rank]);
     auto measurements = RunSweep(config, "weft", library);
     ASSERT_TRUE(measurements.ok()) << measurements.status();
-    ASSERT_EQ(measurements->size(), 6u);
+    ASSERT_EQ(measurements->size(), 8u);
     EXPECT_EQ((*measurements)[2].bytes, 12u);  // all-to-all: 8 B rounded up to 1 float × 3 ranks
     EXPECT_EQ((*measurements)[4].collective, Collective::kAllGather);
     EXPECT_EQ((*measurements)[5].bytes, 100008u);  // 100000 B: 8334 floats × 3 ranks
+    EXPECT_EQ((*measurements)[7].collective, Collective::kReduceScatter);
+    EXPECT_EQ((*measurements)[7].bytes, 100008u);
     // The three ranks are threads of this one process, so each rank's process CPU
     // counts all three: the sum is at least the CPU of one run.
     for (const Measurement& m : *measurements) EXPECT_GT(m.cpu_us, 0) << m.bytes;

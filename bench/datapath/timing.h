@@ -57,13 +57,13 @@ absl::StatusOr<Timing> TimeCollective(const CollectiveHooks& hooks, const Timing
 // powers of 4 up to `max_bytes`.
 std::vector<size_t> SweepSizes(size_t max_bytes);
 
-// All-to-all and all-gather move whole float32 elements per rank: their per-rank
-// buffer (all-to-all's send buffer, all-gather's output) is `bytes` rounded up to a
-// multiple of 4 × ranks.
+// All-to-all, all-gather and reduce-scatter move whole float32 elements per rank:
+// their per-rank buffer (all-to-all's send buffer, all-gather's output,
+// reduce-scatter's input) is `bytes` rounded up to a multiple of 4 × ranks.
 size_t WholeFloatsPerRankBytes(size_t bytes, int ranks);
 
 // One measurement per line between a rank-0 worker and weft-perf:
-//   <library> <all-reduce|all-to-all|all-gather> <ranks> <bytes> <time_us> <iterations> <cpu_us>
+//   <library> <collective name, as CollectiveName> <ranks> <bytes> <time_us> <iterations> <cpu_us>
 // Lines starting with '#' are notes and skipped.
 std::string SerializeMeasurement(const Measurement& m);
 absl::StatusOr<std::vector<Measurement>> ParseMeasurements(const std::string& text);

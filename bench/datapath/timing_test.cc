@@ -126,7 +126,10 @@ TEST(MeasurementLinesTest, RoundTrip) {
   EXPECT_EQ((*parsed)[1].bytes, 4096u);
   EXPECT_DOUBLE_EQ((*parsed)[1].time_us, 12.5);
   EXPECT_DOUBLE_EQ((*parsed)[1].cpu_us, 250.5);
-  EXPECT_FALSE(ParseMeasurements("gloo reduce-scatter 2 8 1 1 1\n").ok());
+  auto scatter = ParseMeasurements("gloo reduce-scatter 2 8 1 1 1\n");
+  ASSERT_TRUE(scatter.ok());
+  EXPECT_EQ((*scatter)[0].collective, Collective::kReduceScatter);
+  EXPECT_FALSE(ParseMeasurements("gloo broadcast 2 8 1 1 1\n").ok());
   EXPECT_FALSE(ParseMeasurements("gloo all-to-all 2 8 1 1\n").ok()) << "no CPU field";
 }
 

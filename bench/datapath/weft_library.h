@@ -20,6 +20,10 @@ class WeftLibrary : public CollectiveLibrary {
   absl::Status AllGather(const float* input, float* output, size_t count_per_rank) override {
     return comm_.AllGather(input, output, count_per_rank, datapath::DataType::kFloat32);
   }
+  absl::Status ReduceScatterSum(float* input, float* output, size_t count_per_rank) override {
+    return comm_.ReduceScatter(input, output, count_per_rank, datapath::DataType::kFloat32,
+                               datapath::ReduceOp::kSum);
+  }
   absl::StatusOr<double> MaxOverRanks(double value) override {
     return Reduce(value, datapath::ReduceOp::kMax);
   }

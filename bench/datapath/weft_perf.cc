@@ -1,4 +1,5 @@
-// weft-perf: all-reduce, all-to-all and all-gather latency and bus bandwidth of libweft
+// weft-perf: all-reduce, all-to-all, all-gather and reduce-scatter latency and bus
+// bandwidth of libweft
 // next to Gloo and Open MPI, in one run, on one machine. Every rank is a process: Weft's and
 // Gloo's are forked here (bench/datapath/launcher.h), Open MPI's are started by
 // mpirun running weft_perf_mpi. All three run the same sweep (sweep.h, timing.h).
@@ -53,8 +54,8 @@ ABSL_FLAG(uint64_t, max_bytes, 256u << 20, "Largest size in bytes.");
 ABSL_FLAG(uint64_t, max_bytes_at_8_ranks, 64u << 20,
           "Largest size with 8 or more ranks (they share this machine's cores).");
 ABSL_FLAG(uint64_t, min_bytes, 8, "Smallest size in bytes.");
-ABSL_FLAG(std::string, collectives, "all-reduce,all-to-all,all-gather",
-          "Collectives to run (all-reduce, all-to-all, all-gather).");
+ABSL_FLAG(std::string, collectives, "all-reduce,all-to-all,all-gather,reduce-scatter",
+          "Collectives to run (all-reduce, all-to-all, all-gather, reduce-scatter).");
 ABSL_FLAG(int, weft_socket_buffer_bytes, 0, "Weft TCP SO_SNDBUF/SO_RCVBUF (0: autotuning).");
 ABSL_FLAG(uint64_t, weft_segment_bytes, 0, "Weft ring segment size (0: the default).");
 ABSL_FLAG(int, weft_spin_us, -1, "Weft TCP spin before blocking, µs (-1: the default).");
@@ -67,6 +68,12 @@ ABSL_FLAG(int64_t, weft_clear_to_send_bytes, -1,
 ABSL_FLAG(int, weft_ring_window, 0, "Weft all-reduce ring window (0: the default).");
 ABSL_FLAG(int64_t, weft_small_allreduce_bytes, -1,
           "Weft all-reduce: recursive doubling up to this size, ring above (-1: the default).");
+ABSL_FLAG(int64_t, weft_small_allgather_bytes, -1,
+          "Weft all-gather: everyone-to-everyone up to this many output bytes (-1: the "
+          "default).");
+ABSL_FLAG(int64_t, weft_small_reduce_scatter_bytes, -1,
+          "Weft reduce-scatter: everyone-to-everyone up to this many input bytes (-1: the "
+          "default).");
 ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
 ABSL_FLAG(double, budget_seconds, 0.15, "Timed seconds per size and library.");
 ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
@@ -96,17 +103,19 @@ using datapath::TransportKind;
 // Turns on in `config` the collectives named in `list` ("all-reduce,all-gather"), and
 // only those; an unknown name is INVALID_ARGUMENT.
 absl::Status SelectCollectives(const std::string& list, SweepConfig& config) {
-  config.all_reduce = config.all_to_all = config.all_gather = false;
+  bool* enabled[] = {&config.all_reduce, &config.all_to_all, &config.all_gather,
+                     &config.reduce_scatter};  // in kAllCollectives' order
+  for (bool* flag : enabled) *flag = false;
   for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
     Collective collective;
     if (!ParseCollective(name, &collective)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad --collectives entry '", name,
-                       "' (known: all-reduce, all-to-all, all-gather)"));
+      std::vector<std::string> known;
+      for (Collective c : kAllCollectives) known.push_back(CollectiveName(c));
+      return absl::InvalidArgumentError(absl::StrCat("bad --collectives entry '", name,
+                                                     "' (known: ", absl::StrJoin(known, ", "),
+                                                     ")"));
     }
-    (collective == Collective::kAllReduce  ? config.all_reduce
-     : collective == Collective::kAllToAll ? config.all_to_all
-                                           : config.all_gather) = true;
+    *enabled[static_cast<int>(collective)] = true;
   }
   return absl::OkStatus();
 }
@@ -181,10 +190,13 @@ int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKin
   if (absl::GetFlag(FLAGS_weft_segment_bytes) > 0) {
     options.segment_bytes = absl::GetFlag(FLAGS_weft_segment_bytes);
   }
-  if (absl::GetFlag(FLAGS_weft_small_allreduce_bytes) >= 0) {
-    options.small_allreduce_bytes =
-        static_cast<size_t>(absl::GetFlag(FLAGS_weft_small_allreduce_bytes));
-  }
+  // -1 keeps the default.
+  auto set_bytes = [](const absl::Flag<int64_t>& flag, size_t& option) {
+    if (absl::GetFlag(flag) >= 0) option = static_cast<size_t>(absl::GetFlag(flag));
+  };
+  set_bytes(FLAGS_weft_small_allreduce_bytes, options.small_allreduce_bytes);
+  set_bytes(FLAGS_weft_small_allgather_bytes, options.small_allgather_bytes);
+  set_bytes(FLAGS_weft_small_reduce_scatter_bytes, options.small_reduce_scatter_bytes);
   if (absl::GetFlag(FLAGS_weft_ring_window) > 0) {
     options.ring_window = absl::GetFlag(FLAGS_weft_ring_window);
   }
@@ -254,7 +266,8 @@ absl::StatusOr<std::string> RunGloo(int ranks) {
   char dir[] = "/tmp/weft-perf-gloo-XXXXXX";
   if (::mkdtemp(dir) == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string store_dir = dir;
-  const SweepConfig config = BaseConfig(ranks);
+  SweepConfig config = BaseConfig(ranks);
+  config.reduce_scatter = false;  // Gloo has none to offer (GlooLibrary::ReduceScatterSum)
   auto out = RunRankProcesses(
       ranks, [&](int rank, int result_fd) { return GlooRank(rank, config, store_dir, result_fd); },
       absl::Seconds(absl::GetFlag(FLAGS_run_timeout_seconds)));
@@ -300,6 +313,7 @@ absl::StatusOr<std::string> RunMpi(int ranks) {
   argv.push_back(absl::StrCat("--all_reduce=", config.all_reduce ? "true" : "false"));
   argv.push_back(absl::StrCat("--all_to_all=", config.all_to_all ? "true" : "false"));
   argv.push_back(absl::StrCat("--all_gather=", config.all_gather ? "true" : "false"));
+  argv.push_back(absl::StrCat("--reduce_scatter=", config.reduce_scatter ? "true" : "false"));
   return RunCommand(argv, absl::Seconds(absl::GetFlag(FLAGS_run_timeout_seconds)));
 }
 
@@ -498,7 +512,7 @@ int Main(int argc, char** argv) {
   mpirun.pop_back();
 
   ReportText text;
-  text.title = "Data path: all-reduce, all-to-all and all-gather (weft-perf)";
+  text.title = "Data path: all-reduce, all-to-all, all-gather and reduce-scatter (weft-perf)";
   text.libraries = columns;
   text.library_labels = labels;
   text.preamble = {
@@ -513,16 +527,21 @@ int Main(int argc, char** argv) {
                    "; ranks forked by weft-perf, TCP rendezvous store on rank 0); **Gloo** ",
                    GlooVersion(),
                    " (Debian libgloo-dev; TCP transport, FileStore rendezvous; `gloo::allreduce` "
-                   "(ring), `gloo::alltoall`, `gloo::allgather` (ring); ranks forked by "
+                   "(ring), `gloo::alltoall`, `gloo::allgather` (ring), no reduce-scatter (its "
+                   "only one, the legacy `ReduceScatterHalvingDoubling`, stalls until its read "
+                   "timeout in about one run in ten at 4 ranks); ranks forked by "
                    "weft-perf); **MPI**: ",
                    mpi_version, " (`", absl::StrJoin(mpirun, " "),
-                   " -np N weft_perf_mpi`; `MPI_Allreduce`, `MPI_Alltoall`, `MPI_Allgather`)."),
+                    " -np N weft_perf_mpi`; `MPI_Allreduce`, `MPI_Alltoall`, `MPI_Allgather`, "
+                   "`MPI_Reduce_scatter_block`)."),
       absl::StrCat(
           "Method: all-reduce is a float32 sum in place; all-to-all moves float32 and its size "
           "is each rank's send buffer; all-gather moves float32 and its size is each rank's "
-          "output buffer, every rank's block (both rounded up to whole floats per rank, as "
-          "nccl-tests size them). The issue's targets are all-reduce's and all-to-all's; "
-          "all-gather is checked the same way and reported apart. For each size: one "
+          "output buffer, every rank's block; reduce-scatter is a float32 sum and its size is "
+          "each rank's input buffer, every rank's block (all three rounded up to whole floats "
+          "per rank, as nccl-tests size them). The issue's targets are all-reduce's and "
+          "all-to-all's; all-gather and reduce-scatter are checked the same way and reported "
+          "apart. For each size: one "
           "probe run (which doubles as warm-up), then as many runs as fit in ",
           absl::GetFlag(FLAGS_budget_seconds), " s (", absl::GetFlag(FLAGS_min_iterations),
           " to ", absl::GetFlag(FLAGS_max_iterations),
@@ -544,8 +563,7 @@ int Main(int argc, char** argv) {
               : "the best of those passes, which keeps bursts of other jobs on this shared "
                 "machine out of the comparison. ",
           "algbw = size / "
-          "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for all-to-all and "
-          "all-gather, "
+          "time, busbw = algbw × 2(n−1)/n for all-reduce and × (n−1)/n for the others, "
           "GB = 10^9 bytes, as nccl-tests define them. CPU per operation is the CPU time of "
           "every rank's process (all its threads, user and kernel, so the kernel's loopback "
           "copies too) over the same runs, summed over the ranks: with more ranks than cores "
