@@ -1,5 +1,7 @@
 #include "datapath/job.h"
 
+#include <net/if.h>
+
 #include <cstdlib>
 #include <utility>
 
@@ -74,6 +76,13 @@ absl::StatusOr<JobOptions> JobOptions::FromEnvironment(
     }
     options.gid_index = index;
   }
+  if (const char* v = get("WEFT_IB_NETDEV")) {
+    const unsigned index = ::if_nametoindex(v);
+    if (index == 0) {
+      return BadVariable("WEFT_IB_NETDEV", v, "the name of a network interface on this host");
+    }
+    options.netdev_ifindex = index;
+  }
   if (const char* v = get("WEFT_SOCKET_HOST")) options.socket_host = v;
   if (const char* v = get("WEFT_SCOPE")) options.scope = v;
   return options;
@@ -129,6 +138,7 @@ absl::StatusOr<std::unique_ptr<Job>> Job::Build(const JobOptions& options,
   request.rc.path.device = options.device;
   request.rc.path.port = options.port;
   request.rc.path.gid_index = options.gid_index;
+  request.rc.path.netdev_ifindex = options.netdev_ifindex;
   request.rc.connect_timeout = options.connect_timeout;
   request.tcp.listen_host = options.socket_host;
   request.tcp.connect_timeout = options.connect_timeout;

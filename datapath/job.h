@@ -21,6 +21,9 @@
 //   WEFT_QOS_CLASS               training (default), storage or control
 //   WEFT_IB_HCA                  RDMA device to use, e.g. mlx5_0 (default: first active)
 //   WEFT_IB_GID_INDEX            fixed GID index (default: the RoCE v2 IPv4 GID)
+//   WEFT_IB_NETDEV               the netdev whose RoCE v2 IPv4 GID to use, e.g. ens1np0
+//                                (default: the port's lowest-index one, whichever
+//                                netdev; set it where VLAN or macvlan netdevs add GIDs)
 //   WEFT_SOCKET_HOST             address this rank's TCP transport listens on
 //                                (default 127.0.0.1; set it on multi-node jobs)
 //   WEFT_SCOPE                   rendezvous key prefix (default "weft")
@@ -62,6 +65,7 @@ struct JobOptions {
   std::string device;
   uint32_t port = 1;  // of `device`
   std::optional<uint32_t> gid_index;
+  uint32_t netdev_ifindex = 0;  // the GID's netdev (0: any)
   std::string socket_host = "127.0.0.1";
   std::string scope = "weft";
   // With an agent socket (datapath/agent_job.h): where it is, the job's id, the GPU.

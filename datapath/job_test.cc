@@ -1,5 +1,7 @@
 #include "datapath/job.h"
 
+#include <net/if.h>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +42,20 @@ TEST(JobOptionsTest, ReadsTheEnvironment) {
   EXPECT_EQ(options->gid_index, 3u);
   EXPECT_EQ(options->socket_host, "10.0.0.7");
   EXPECT_EQ(options->scope, "job42");
+  EXPECT_EQ(options->netdev_ifindex, 0u) << "any netdev unless named";
+}
+
+TEST(JobOptionsTest, ANamedNetdevBecomesItsIfindex) {
+  auto options = JobOptions::FromEnvironment(
+      Env({{"WEFT_RANK", "0"}, {"WEFT_WORLD_SIZE", "1"}, {"WEFT_IB_NETDEV", "lo"}}));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->netdev_ifindex, ::if_nametoindex("lo"));
+  EXPECT_EQ(JobOptions::FromEnvironment(
+                Env({{"WEFT_RANK", "0"}, {"WEFT_WORLD_SIZE", "1"}, {"WEFT_IB_NETDEV", "nosuch0"}}))
+                .status()
+                .message(),
+            "WEFT_IB_NETDEV='nosuch0' is not valid; accepted: the name of a network interface "
+            "on this host");
 }
 
 TEST(JobOptionsTest, ErrorsNameTheVariableAndWhatIsAccepted) {
@@ -131,6 +147,40 @@ TEST(JobTest, RanksMeetThroughAStoreAndAllReduceOverRc) {
     jobs[rank] = std::move(*job);
   });
   jobs.clear();
+}
+
+// The netdev named reaches GID selection: a port whose RoCE GIDs all belong to another
+// netdev has none to offer.
+TEST(JobTest, ANetdevWithoutARoceGidOnThePortFailsTheJoin) {
+  auto server = TcpRendezvousServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok());
+  FakeFabric fabric;
+  std::vector<std::unique_ptr<FakeVerbs>> verbs;
+  for (int r = 0; r < 2; ++r) {
+    verbs.push_back(std::make_unique<FakeVerbs>(
+        &fabric, std::vector<FakeDeviceConfig>{
+                     FakeDeviceConfig::Roce("mlx5_0", 0x0a000001u + r, /*ifindex=*/2)}));
+  }
+  for (uint32_t netdev : {2u, 7u}) {
+    RunRanks(2, [&](int rank) {
+      JobOptions options;
+      options.rank = rank;
+      options.size = 2;
+      options.transport = TransportKind::kRc;
+      options.netdev_ifindex = netdev;
+      options.connect_timeout = absl::Seconds(5);
+      options.rendezvous_address = absl::StrCat("127.0.0.1:", (*server)->port());
+      options.host_rendezvous = false;
+      options.scope = absl::StrCat("netdev", netdev);
+      auto job = Job::Join(options, verbs[rank].get());
+      if (netdev == 2) {
+        EXPECT_TRUE(job.ok()) << job.status();
+      } else {
+        ASSERT_FALSE(job.ok());
+        EXPECT_NE(job.status().message().find("netdev"), std::string::npos) << job.status();
+      }
+    });
+  }
 }
 
 TEST(JobTest, TcpWithoutDevicesAndASingleRankHostsNothing) {

@@ -38,6 +38,7 @@ TEST(QpSetupTest, RtrUsesAGlobalRouteWithTheTrafficClass) {
   EXPECT_EQ(t.attr.dest_qp_num, 0x1234u);
   EXPECT_EQ(t.attr.rq_psn, 22u);
   EXPECT_EQ(t.attr.min_rnr_timer, 12);
+  EXPECT_EQ(t.attr.max_dest_rd_atomic, 1) << "NCCL's value; RDMA READ is never used";
 }
 
 TEST(QpSetupTest, RtsUsesNcclRetryDefaults) {
@@ -48,6 +49,7 @@ TEST(QpSetupTest, RtsUsesNcclRetryDefaults) {
   EXPECT_EQ(t.attr.retry_cnt, 7);
   EXPECT_EQ(t.attr.rnr_retry, 7);
   EXPECT_EQ(t.attr.timeout, 20);  // 4.096 µs × 2^20 ≈ 4.3 s
+  EXPECT_EQ(t.attr.max_rd_atomic, 1);
 }
 
 }  // namespace

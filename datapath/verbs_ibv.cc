@@ -511,12 +511,18 @@ absl::Status IbvVerbs::PostSend(VerbsQp* qp, absl::Span<const SendWorkRequest> w
   std::vector<ibv_sge> sges(wrs.size() * 2);
   for (size_t i = 0; i < wrs.size(); ++i) {
     const SendWorkRequest& wr = wrs[i];
+    if (wr.num_sge < 0 || wr.num_sge > static_cast<int>(wr.sg_list.size())) {
+      // The request holds only sg_list.size() entries; libibverbs would read past them.
+      return VerbsErrnoToStatus(absl::StrCat("ibv_post_send(qpn=", qp->qp_num(), ", wr ", i,
+                                             " of ", wrs.size(), ", num_sge ", wr.num_sge, ")"),
+                                EINVAL);
+    }
     ibv_send_wr& out = raw[i];
     std::memset(&out, 0, sizeof(out));
     out.wr_id = wr.wr_id;
     out.opcode = ToIbvOpcode(wr.opcode);
     out.send_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
-    for (int s = 0; s < wr.num_sge && s < 2; ++s) {
+    for (int s = 0; s < wr.num_sge; ++s) {
       sges[2 * i + s] = ibv_sge{wr.sg_list[s].addr, wr.sg_list[s].length, wr.sg_list[s].lkey};
     }
     out.sg_list = wr.num_sge > 0 ? &sges[2 * i] : nullptr;
@@ -544,6 +550,12 @@ absl::Status IbvVerbs::PostRecv(VerbsQp* qp, absl::Span<const RecvWorkRequest> w
   std::vector<ibv_recv_wr> raw(wrs.size());
   std::vector<ibv_sge> sges(wrs.size());
   for (size_t i = 0; i < wrs.size(); ++i) {
+    if (wrs[i].num_sge < 0 || wrs[i].num_sge > static_cast<int>(wrs[i].sg_list.size())) {
+      return VerbsErrnoToStatus(absl::StrCat("ibv_post_recv(qpn=", qp->qp_num(), ", wr ", i,
+                                             " of ", wrs.size(), ", num_sge ", wrs[i].num_sge,
+                                             ")"),
+                                EINVAL);
+    }
     ibv_recv_wr& out = raw[i];
     std::memset(&out, 0, sizeof(out));
     out.wr_id = wrs[i].wr_id;
