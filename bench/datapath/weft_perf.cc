@@ -51,8 +51,9 @@ ABSL_FLAG(std::string, raw_out, "",
 ABSL_FLAG(std::string, ranks, "2,4,8", "Rank counts to run.");
 ABSL_FLAG(std::string, libraries, "weft,gloo,mpi", "Libraries to run (weft, gloo, mpi).");
 ABSL_FLAG(uint64_t, max_bytes, 256u << 20, "Largest size in bytes.");
-ABSL_FLAG(uint64_t, max_bytes_at_8_ranks, 64u << 20,
-          "Largest size with 8 or more ranks (they share this machine's cores).");
+ABSL_FLAG(uint64_t, max_bytes_at_8_ranks, 256u << 20,
+          "Largest size with 8 or more ranks (lower it to shorten a run where they share "
+          "few cores).");
 ABSL_FLAG(uint64_t, min_bytes, 8, "Smallest size in bytes.");
 ABSL_FLAG(std::string, collectives, "all-reduce,all-to-all,all-gather,reduce-scatter",
           "Collectives to run (all-reduce, all-to-all, all-gather, reduce-scatter).");
@@ -577,7 +578,7 @@ int Main(int argc, char** argv) {
           ", and the time budget per size is ", absl::GetFlag(FLAGS_budget_seconds),
           " s, so the largest sizes get only their minimum of ", absl::GetFlag(FLAGS_min_iterations),
           " timed runs after their probe; "
-          "this keeps the whole run under ten minutes. With 4 and 8 ranks the processes "
+          "this keeps the whole run near a quarter of an hour. With 4 and 8 ranks the processes "
           "outnumber this machine's ",
           ::sysconf(_SC_NPROCESSORS_ONLN),
           " cores and every library time-shares them; libraries that spin while they wait "
