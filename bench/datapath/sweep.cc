@@ -117,41 +117,43 @@ absl::StatusOr<std::vector<Measurement>> RunSweep(const SweepConfig& config,
       out.push_back(m);
     }
   }
-  if (config.all_to_all) {
+  // Collectives over whole float32 blocks of `count` per rank: the input holds
+  // in_blocks of them, the output out_blocks.
+  using BlockOp = std::function<absl::Status(float* input, float* output, size_t count)>;
+  using BlockCheck = absl::Status (*)(const SweepConfig&, CollectiveLibrary&,
+                                      std::vector<float>&, std::vector<float>&, size_t);
+  auto sweep_blocks = [&](Collective collective, int in_blocks, int out_blocks, BlockOp run,
+                          BlockCheck check) -> absl::Status {
     for (size_t requested : config.sizes) {
       const size_t bytes = WholeFloatsPerRankBytes(requested, config.ranks);
       const size_t count = bytes / sizeof(float) / config.ranks;
-      std::vector<float> input(count * config.ranks, 1.0f), output(count * config.ranks);
-      ASSIGN_OR_RETURN(Measurement m, time(Collective::kAllToAll, bytes, [&] {
-                         return ops.AllToAll(input.data(), output.data(), count);
+      std::vector<float> input(count * in_blocks, 1.0f), output(count * out_blocks);
+      ASSIGN_OR_RETURN(Measurement m, time(collective, bytes, [&] {
+                         return run(input.data(), output.data(), count);
                        }));
-      RETURN_IF_ERROR(CheckAllToAll(config, ops, input, output, count));
+      RETURN_IF_ERROR(check(config, ops, input, output, count));
       out.push_back(m);
     }
+    return absl::OkStatus();
+  };
+  const int n = config.ranks;
+  if (config.all_to_all) {
+    RETURN_IF_ERROR(sweep_blocks(
+        Collective::kAllToAll, n, n,
+        [&](float* in, float* o, size_t count) { return ops.AllToAll(in, o, count); },
+        CheckAllToAll));
   }
   if (config.all_gather) {
-    for (size_t requested : config.sizes) {
-      const size_t bytes = WholeFloatsPerRankBytes(requested, config.ranks);
-      const size_t count = bytes / sizeof(float) / config.ranks;
-      std::vector<float> input(count, 1.0f), output(count * config.ranks);
-      ASSIGN_OR_RETURN(Measurement m, time(Collective::kAllGather, bytes, [&] {
-                         return ops.AllGather(input.data(), output.data(), count);
-                       }));
-      RETURN_IF_ERROR(CheckAllGather(config, ops, input, output, count));
-      out.push_back(m);
-    }
+    RETURN_IF_ERROR(sweep_blocks(
+        Collective::kAllGather, 1, n,
+        [&](float* in, float* o, size_t count) { return ops.AllGather(in, o, count); },
+        CheckAllGather));
   }
   if (config.reduce_scatter) {
-    for (size_t requested : config.sizes) {
-      const size_t bytes = WholeFloatsPerRankBytes(requested, config.ranks);
-      const size_t count = bytes / sizeof(float) / config.ranks;
-      std::vector<float> input(count * config.ranks, 1.0f), output(count);
-      ASSIGN_OR_RETURN(Measurement m, time(Collective::kReduceScatter, bytes, [&] {
-                         return ops.ReduceScatterSum(input.data(), output.data(), count);
-                       }));
-      RETURN_IF_ERROR(CheckReduceScatter(config, ops, input, output, count));
-      out.push_back(m);
-    }
+    RETURN_IF_ERROR(sweep_blocks(
+        Collective::kReduceScatter, n, 1,
+        [&](float* in, float* o, size_t count) { return ops.ReduceScatterSum(in, o, count); },
+        CheckReduceScatter));
   }
   return out;
 }
