@@ -997,30 +997,40 @@ absl::Status Communicator::DoAllToAllV(const char* input, absl::Span<const size_
   ScopedRegistration output_registration(*transport_, output, recv_offset[n]);
   Requests requests(*transport_);
   // Round k pairs every rank with rank + k (send) and rank - k (receive), so no rank is
-  // everyone's first target. Small exchanges post every round at once; large ones keep
-  // only `alltoall_window` rounds in flight, which bounds the bytes queued in the
-  // network stack and keeps the copies cache-friendly.
-  const size_t total_bytes = std::max(send_offset[n], recv_offset[n]);
-  const int window =
-      total_bytes <= options_.small_alltoall_bytes ? n : std::max(1, options_.alltoall_window);
-  std::vector<size_t> round_requests;  // request indices of each posted round, two per round
-  auto post_round = [&](int k) {
+  // everyone's first target. Rounds are posted while the ones in flight move at most
+  // alltoall_bytes_in_flight each way (always at least one), which bounds the bytes
+  // queued in the network stack and keeps the copies cache-friendly; a small exchange
+  // posts every round at once.
+  auto round_bytes = [&](int k) {
     const int from = Mod(rank_ - k, n);
     const int to = Mod(rank_ + k, n);
-    round_requests.push_back(
-        requests.Recv(from, output + recv_offset[from], recv_counts[from] * element_bytes));
-    round_requests.push_back(
-        requests.Send(to, input + send_offset[to], send_counts[to] * element_bytes));
+    return std::max(send_counts[to], recv_counts[from]) * element_bytes;
   };
+  std::vector<size_t> round_requests;  // request indices of each posted round, two per round
+  size_t bytes_in_flight = 0;
   int next_round = 1;
-  for (; next_round < n && next_round <= window; ++next_round) post_round(next_round);
+  auto post_rounds = [&] {
+    while (next_round < n && (bytes_in_flight == 0 || bytes_in_flight + round_bytes(next_round) <=
+                                                          options_.alltoall_bytes_in_flight)) {
+      const int k = next_round++;
+      const int from = Mod(rank_ - k, n);
+      const int to = Mod(rank_ + k, n);
+      round_requests.push_back(
+          requests.Recv(from, output + recv_offset[from], recv_counts[from] * element_bytes));
+      round_requests.push_back(
+          requests.Send(to, input + send_offset[to], send_counts[to] * element_bytes));
+      bytes_in_flight += round_bytes(k);
+    }
+  };
+  post_rounds();
   // This rank's own block is a local copy: do it while the network moves the rest.
   CopyWhileProgressing(output + recv_offset[rank_], input + send_offset[rank_],
                        send_counts[rank_] * element_bytes);
   for (int k = 1; k < n && requests.status().ok(); ++k) {
     (void)requests.WaitOne(round_requests[2 * (k - 1)]);
     (void)requests.WaitOne(round_requests[2 * (k - 1) + 1]);
-    if (next_round < n) post_round(next_round++);
+    bytes_in_flight -= round_bytes(k);
+    post_rounds();
   }
   return Annotate(
       requests.WaitAll(),

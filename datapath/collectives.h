@@ -22,8 +22,9 @@
 //                   rank's block leaves from the input while it is copied into place.
 //   broadcast       binomial tree up to small_broadcast_bytes, else a pipelined chain.
 //   all-to-all(v)   pairwise rounds (rank r sends to r + k and receives from r - k in
-//                   round k), all in flight when small, alltoall_window of them when
-//                   large; the rank's own block is copied locally while they move.
+//                   round k), as many in flight as alltoall_bytes_in_flight allows
+//                   (all of them when small); the rank's own block is copied locally
+//                   while they move.
 //   barrier         dissemination (ceil(log2 n) rounds of empty messages).
 // Results are identical on every rank (bit for bit, for floating point too; NaN aside
 // for max and min): each element's reduction order is fixed by the algorithm, not by
@@ -85,10 +86,12 @@ struct CommunicatorOptions {
   // two ranks), ring above. On loopback the one round beat the n - 1 ring steps by
   // 1.25-1.48× at 4 and 8 ranks up to 4 MiB (docs/benchmarks.md).
   size_t small_reduce_scatter_bytes = 4 << 20;
-  // All-to-all: every pair at once up to this many bytes per rank; above, pairwise
-  // rounds, alltoall_window of them in flight.
-  size_t small_alltoall_bytes = 256 << 10;
-  int alltoall_window = 16;
+  // All-to-all(v): the next pairwise round is posted only while the rounds in flight
+  // send (and receive) at most this many bytes; one round is always in flight. Fewer
+  // bytes queued in the network stack keep the copies in cache: on loopback, against
+  // every round at once, it took 8-15% of the CPU out of all-to-all at 4 and 8 ranks
+  // from 4 MiB (docs/benchmarks.md).
+  size_t alltoall_bytes_in_flight = 1 << 20;
   // Broadcast: binomial tree up to this many bytes, pipelined chain above.
   size_t small_broadcast_bytes = 64 << 10;
   // Ring and chain steps move their data in messages of at most this size.

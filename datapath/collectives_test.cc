@@ -30,8 +30,7 @@ CommunicatorOptions SmallThresholds() {
   options.small_allgather_bytes = 1024;
   options.small_reduce_scatter_bytes = 1024;
   options.small_broadcast_bytes = 1024;
-  options.small_alltoall_bytes = 1024;
-  options.alltoall_window = 2;
+  options.alltoall_bytes_in_flight = 16 << 10;  // 2000-int32 blocks: two rounds at a time
   options.segment_bytes = 4096;
   options.bucket_bytes = 2048;
   return options;
@@ -323,6 +322,41 @@ TEST_P(CollectivesTest, AllToAllVWithUnevenAndEmptyBlocks) {
     for (int from = 0; from < size_; ++from) {
       for (size_t i = 0; i < recv_counts[from]; ++i) {
         ASSERT_EQ(output[at++], static_cast<int64_t>(from * 1000000 + rank * 1000 + i));
+      }
+    }
+  });
+}
+
+TEST_P(CollectivesTest, AllToAllVWithBlocksBeyondTheBytesInFlight) {
+  // Each rank's round-1 blocks (to rank + 1, from rank - 1) are larger than
+  // alltoall_bytes_in_flight, so that round goes alone; the other rounds are small and
+  // go together.
+  auto count = [&](int from, int to) -> size_t {
+    return to == (from + 1) % size_ ? 3000 : static_cast<size_t>(from + to + 1);
+  };
+  RunRanks(size_, [&](int rank) {
+    std::vector<size_t> send_counts(size_), recv_counts(size_);
+    size_t send_total = 0, recv_total = 0;
+    for (int r = 0; r < size_; ++r) {
+      send_counts[r] = count(rank, r);
+      recv_counts[r] = count(r, rank);
+      send_total += send_counts[r];
+      recv_total += recv_counts[r];
+    }
+    ASSERT_GT(3000 * DataTypeBytes(DataType::kInt64), SmallThresholds().alltoall_bytes_in_flight);
+    std::vector<int64_t> input(send_total), output(recv_total, -1);
+    size_t at = 0;
+    for (int to = 0; to < size_; ++to) {
+      for (size_t i = 0; i < send_counts[to]; ++i) input[at++] = rank * 1000000 + to * 10000 + i;
+    }
+    ASSERT_TRUE(
+        comm(rank)
+            .AllToAllV(input.data(), send_counts, output.data(), recv_counts, DataType::kInt64)
+            .ok());
+    at = 0;
+    for (int from = 0; from < size_; ++from) {
+      for (size_t i = 0; i < recv_counts[from]; ++i) {
+        ASSERT_EQ(output[at++], static_cast<int64_t>(from * 1000000 + rank * 10000 + i));
       }
     }
   });

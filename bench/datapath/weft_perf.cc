@@ -75,7 +75,8 @@ ABSL_FLAG(int64_t, weft_small_allgather_bytes, -1,
 ABSL_FLAG(int64_t, weft_small_reduce_scatter_bytes, -1,
           "Weft reduce-scatter: everyone-to-everyone up to this many input bytes (-1: the "
           "default).");
-ABSL_FLAG(int, weft_alltoall_window, 0, "Weft all-to-all rounds in flight (0: the default).");
+ABSL_FLAG(int64_t, weft_alltoall_bytes_in_flight, -1,
+          "Weft all-to-all bytes sent (and received) by the rounds in flight (-1: the default).");
 ABSL_FLAG(double, budget_seconds, 0.15, "Timed seconds per size and library.");
 ABSL_FLAG(int, max_iterations, 1000, "Most timed runs per size.");
 ABSL_FLAG(int, batches, 1,
@@ -198,11 +199,9 @@ int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKin
   set_bytes(FLAGS_weft_small_allreduce_bytes, options.small_allreduce_bytes);
   set_bytes(FLAGS_weft_small_allgather_bytes, options.small_allgather_bytes);
   set_bytes(FLAGS_weft_small_reduce_scatter_bytes, options.small_reduce_scatter_bytes);
+  set_bytes(FLAGS_weft_alltoall_bytes_in_flight, options.alltoall_bytes_in_flight);
   if (absl::GetFlag(FLAGS_weft_ring_window) > 0) {
     options.ring_window = absl::GetFlag(FLAGS_weft_ring_window);
-  }
-  if (absl::GetFlag(FLAGS_weft_alltoall_window) > 0) {
-    options.alltoall_window = absl::GetFlag(FLAGS_weft_alltoall_window);
   }
   datapath::TransportChoice choice;
   auto comm = datapath::CreateCommunicator(verbs, **rendezvous, request, options, &choice);
