@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -297,69 +298,49 @@ TEST_P(CollectivesTest, AllToAll) {
   }
 }
 
+// Runs AllToAllV where rank `from` sends count(from, to) int64s to rank `to` and checks
+// every rank's output.
+void CheckAllToAllV(int size, Communicator& comm, int rank,
+                    const std::function<size_t(int, int)>& count) {
+  std::vector<size_t> send_counts(size), recv_counts(size);
+  size_t send_total = 0, recv_total = 0;
+  for (int r = 0; r < size; ++r) {
+    send_counts[r] = count(rank, r);
+    recv_counts[r] = count(r, rank);
+    send_total += send_counts[r];
+    recv_total += recv_counts[r];
+  }
+  std::vector<int64_t> input(send_total), output(recv_total, -1);
+  size_t at = 0;
+  for (int to = 0; to < size; ++to) {
+    for (size_t i = 0; i < send_counts[to]; ++i) input[at++] = rank * 1000000 + to * 10000 + i;
+  }
+  ASSERT_TRUE(
+      comm.AllToAllV(input.data(), send_counts, output.data(), recv_counts, DataType::kInt64)
+          .ok());
+  at = 0;
+  for (int from = 0; from < size; ++from) {
+    for (size_t i = 0; i < recv_counts[from]; ++i) {
+      ASSERT_EQ(output[at++], static_cast<int64_t>(from * 1000000 + rank * 10000 + i));
+    }
+  }
+}
+
 TEST_P(CollectivesTest, AllToAllVWithUnevenAndEmptyBlocks) {
   // Rank s sends (s + 2 d) % 4 * 13 elements to rank d: some blocks are empty.
   auto count = [](int from, int to) { return static_cast<size_t>((from + 2 * to) % 4) * 13; };
-  RunRanks(size_, [&](int rank) {
-    std::vector<size_t> send_counts(size_), recv_counts(size_);
-    size_t send_total = 0, recv_total = 0;
-    for (int r = 0; r < size_; ++r) {
-      send_counts[r] = count(rank, r);
-      recv_counts[r] = count(r, rank);
-      send_total += send_counts[r];
-      recv_total += recv_counts[r];
-    }
-    std::vector<int64_t> input(send_total), output(recv_total, -1);
-    size_t at = 0;
-    for (int to = 0; to < size_; ++to) {
-      for (size_t i = 0; i < send_counts[to]; ++i) input[at++] = rank * 1000000 + to * 1000 + i;
-    }
-    ASSERT_TRUE(
-        comm(rank)
-            .AllToAllV(input.data(), send_counts, output.data(), recv_counts, DataType::kInt64)
-            .ok());
-    at = 0;
-    for (int from = 0; from < size_; ++from) {
-      for (size_t i = 0; i < recv_counts[from]; ++i) {
-        ASSERT_EQ(output[at++], static_cast<int64_t>(from * 1000000 + rank * 1000 + i));
-      }
-    }
-  });
+  RunRanks(size_, [&](int rank) { CheckAllToAllV(size_, comm(rank), rank, count); });
 }
 
 TEST_P(CollectivesTest, AllToAllVWithBlocksBeyondTheBytesInFlight) {
   // Each rank's round-1 blocks (to rank + 1, from rank - 1) are larger than
   // alltoall_bytes_in_flight, so that round goes alone; the other rounds are small and
   // go together.
+  ASSERT_GT(3000 * DataTypeBytes(DataType::kInt64), SmallThresholds().alltoall_bytes_in_flight);
   auto count = [&](int from, int to) -> size_t {
     return to == (from + 1) % size_ ? 3000 : static_cast<size_t>(from + to + 1);
   };
-  RunRanks(size_, [&](int rank) {
-    std::vector<size_t> send_counts(size_), recv_counts(size_);
-    size_t send_total = 0, recv_total = 0;
-    for (int r = 0; r < size_; ++r) {
-      send_counts[r] = count(rank, r);
-      recv_counts[r] = count(r, rank);
-      send_total += send_counts[r];
-      recv_total += recv_counts[r];
-    }
-    ASSERT_GT(3000 * DataTypeBytes(DataType::kInt64), SmallThresholds().alltoall_bytes_in_flight);
-    std::vector<int64_t> input(send_total), output(recv_total, -1);
-    size_t at = 0;
-    for (int to = 0; to < size_; ++to) {
-      for (size_t i = 0; i < send_counts[to]; ++i) input[at++] = rank * 1000000 + to * 10000 + i;
-    }
-    ASSERT_TRUE(
-        comm(rank)
-            .AllToAllV(input.data(), send_counts, output.data(), recv_counts, DataType::kInt64)
-            .ok());
-    at = 0;
-    for (int from = 0; from < size_; ++from) {
-      for (size_t i = 0; i < recv_counts[from]; ++i) {
-        ASSERT_EQ(output[at++], static_cast<int64_t>(from * 1000000 + rank * 10000 + i));
-      }
-    }
-  });
+  RunRanks(size_, [&](int rank) { CheckAllToAllV(size_, comm(rank), rank, count); });
 }
 
 TEST_P(CollectivesTest, BarrierHoldsEveryRankUntilAllArrive) {
