@@ -1010,16 +1010,18 @@ absl::Status Communicator::DoAllToAllV(const char* input, absl::Span<const size_
   size_t bytes_in_flight = 0;
   int next_round = 1;
   auto post_rounds = [&] {
-    while (next_round < n && (bytes_in_flight == 0 || bytes_in_flight + round_bytes(next_round) <=
-                                                          options_.alltoall_bytes_in_flight)) {
-      const int k = next_round++;
-      const int from = Mod(rank_ - k, n);
-      const int to = Mod(rank_ + k, n);
+    for (; next_round < n; ++next_round) {
+      const size_t bytes = round_bytes(next_round);
+      if (bytes_in_flight > 0 && bytes_in_flight + bytes > options_.alltoall_bytes_in_flight) {
+        return;
+      }
+      const int from = Mod(rank_ - next_round, n);
+      const int to = Mod(rank_ + next_round, n);
       round_requests.push_back(
           requests.Recv(from, output + recv_offset[from], recv_counts[from] * element_bytes));
       round_requests.push_back(
           requests.Send(to, input + send_offset[to], send_counts[to] * element_bytes));
-      bytes_in_flight += round_bytes(k);
+      bytes_in_flight += bytes;
     }
   };
   post_rounds();
