@@ -203,12 +203,12 @@ int MinItems(std::vector<int> caps, int need) {
   return std::numeric_limits<int>::max();
 }
 
-// Sum of the k largest of `caps`.
-int64_t TopSum(std::vector<int> caps, int k) {
-  k = std::min<int>(k, caps.size());
+// Sum of the k largest of `caps` (all of them when k is larger).
+int64_t TopSum(std::vector<int> caps, size_t k) {
+  k = std::min(k, caps.size());
   std::partial_sort(caps.begin(), caps.begin() + k, caps.end(), std::greater<int>());
   int64_t sum = 0;
-  for (int i = 0; i < k; ++i) sum += caps[i];
+  for (size_t i = 0; i < k; ++i) sum += caps[i];
   return sum;
 }
 
@@ -816,7 +816,7 @@ absl::StatusOr<PlacementResponse> Place(const Topology& topo, const Occupancy& o
     for (const FreeRack& fr : elig.racks) caps.push_back(fr.capacity());
     k = MinItems(caps, need);
   }
-  if (constraints.max_racks() > 0 && k > static_cast<int>(constraints.max_racks())) {
+  if (constraints.max_racks() > 0 && int64_t{k} > int64_t{constraints.max_racks()}) {
     std::vector<const FreeRack*> racks;
     for (const FreeRack& fr : elig.racks) racks.push_back(&fr);
     std::stable_sort(racks.begin(), racks.end(), [](const FreeRack* a, const FreeRack* b) {

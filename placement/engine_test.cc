@@ -330,6 +330,16 @@ TEST(EngineTest, MaxRacksTooSmallForWhatIsFreeNow) {
   EXPECT_EQ(MustPlace(s, request, taken).racks_used(), 3u);
 }
 
+TEST(EngineTest, MaxRacksBeyondTheClusterIsNoLimit) {
+  // max_racks is a uint32: values above INT_MAX must not wrap to a negative count.
+  const ClusterSnapshot s = MakeCluster({{"a", "p1", 4}, {"b", "p1", 4}, {"c", "p1", 4}});
+  PlacementRequest request = RingJob("j", 10);
+  for (uint32_t max_racks : {3u, 1000u, 2147483648u, 4294967295u}) {
+    request.mutable_constraints()->set_max_racks(max_racks);
+    EXPECT_EQ(MustPlace(s, request).racks_used(), 3u) << "max_racks " << max_racks;
+  }
+}
+
 TEST(EngineTest, SinglePod) {
   // Free: 9 nodes fit in two racks across pods (d + one of a, b, c), or in three racks
   // of pod p1. Fewest racks wins unless the job asks for one pod.
