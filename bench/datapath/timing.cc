@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -100,6 +101,39 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurements(const std::string& te
     out.push_back(m);
   }
   return out;
+}
+
+std::string SerializePasses(const std::vector<std::vector<Measurement>>& passes) {
+  std::string text;
+  for (size_t p = 0; p < passes.size(); ++p) {
+    absl::StrAppend(&text, "# pass ", p + 1, "\n");
+    for (const Measurement& m : passes[p]) text += SerializeMeasurement(m);
+  }
+  return text;
+}
+
+absl::StatusOr<std::vector<std::vector<Measurement>>> ParsePasses(const std::string& text) {
+  std::vector<std::vector<Measurement>> passes;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (absl::StartsWith(line, "# pass ")) {
+      passes.emplace_back();
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    if (passes.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_number, ": a measurement before the first '# pass' line"));
+    }
+    absl::StatusOr<std::vector<Measurement>> parsed = ParseMeasurements(std::string(line));
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_number, ": ", parsed.status().message()));
+    }
+    passes.back().insert(passes.back().end(), parsed->begin(), parsed->end());
+  }
+  return passes;
 }
 
 }  // namespace weft::bench

@@ -68,6 +68,11 @@ size_t WholeFloatsPerRankBytes(size_t bytes, int ranks);
 std::string SerializeMeasurement(const Measurement& m);
 absl::StatusOr<std::vector<Measurement>> ParseMeasurements(const std::string& text);
 
+// Every pass of a run (weft-perf --raw_out), each after a line "# pass N" (N from 1);
+// other '#' lines are notes. Parsing fails on a measurement before the first pass line.
+std::string SerializePasses(const std::vector<std::vector<Measurement>>& passes);
+absl::StatusOr<std::vector<std::vector<Measurement>>> ParsePasses(const std::string& text);
+
 }  // namespace weft::bench
 
 #endif  // WEFT_BENCH_DATAPATH_TIMING_H_

@@ -133,5 +133,36 @@ TEST(MeasurementLinesTest, RoundTrip) {
   EXPECT_FALSE(ParseMeasurements("gloo all-to-all 2 8 1 1\n").ok()) << "no CPU field";
 }
 
+TEST(PassLinesTest, RoundTripKeepsEachPassApart) {
+  const std::vector<std::vector<Measurement>> passes = {
+      {{"weft", Collective::kAllReduce, 2, 8, 6.0, 1000, 12.0},
+       {"gloo", Collective::kAllReduce, 2, 8, 90.0, 100, 180.0}},
+      {},
+      {{"weft", Collective::kAllReduce, 2, 8, 7.0, 900, 14.0}}};
+  const std::string text = SerializePasses(passes);
+  EXPECT_EQ(text.substr(0, 9), "# pass 1\n");
+  auto parsed = ParsePasses("# weft-perf raw\n" + text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 3u);
+  ASSERT_EQ((*parsed)[0].size(), 2u);
+  EXPECT_EQ((*parsed)[0][1].library, "gloo");
+  EXPECT_TRUE((*parsed)[1].empty());
+  ASSERT_EQ((*parsed)[2].size(), 1u);
+  EXPECT_DOUBLE_EQ((*parsed)[2][0].time_us, 7.0);
+}
+
+TEST(PassLinesTest, SaysWhichLineIsWrong) {
+  auto orphan = ParsePasses("weft all-reduce 2 8 6 1000 12\n");
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_NE(orphan.status().message().find("line 1: a measurement before the first '# pass'"),
+            std::string::npos)
+      << orphan.status();
+  auto garbage = ParsePasses("# pass 1\nweft all-reduce 2 8 6 1000 12\nweft all-reduce 2 x\n");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.status().message().find("line 3: bad measurement line 'weft all-reduce 2 x'"),
+            std::string::npos)
+      << garbage.status();
+}
+
 }  // namespace
 }  // namespace weft::bench

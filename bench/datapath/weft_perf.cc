@@ -4,14 +4,17 @@
 // Gloo's are forked here (bench/datapath/launcher.h), Open MPI's are started by
 // mpirun running weft_perf_mpi. All three run the same sweep (sweep.h, timing.h).
 // Writes a markdown section to stdout and, with --out, to a file; --raw_out keeps every
-// pass's measurements (time and CPU per operation) for analysis.
+// pass's measurements (time and CPU per operation) for analysis, and --merge_raw pools
+// the passes of several such files (runs of the same build) into one report.
 //
 //   bazel run -c opt //bench/datapath:weft-perf -- --out=/tmp/datapath.md
+//   weft-perf --merge_raw=/tmp/run1.raw,/tmp/run2.raw
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -96,6 +99,10 @@ ABSL_FLAG(std::string, transport, "auto", "Weft's transport: auto, rc or tcp.");
 ABSL_FLAG(std::string, mpirun, "mpirun", "The mpirun to start Open MPI ranks with.");
 ABSL_FLAG(std::string, mpi_worker, "", "weft_perf_mpi binary (default: next to this binary).");
 ABSL_FLAG(int, run_timeout_seconds, 900, "Kill a library's ranks after this long.");
+ABSL_FLAG(std::string, merge_raw, "",
+          "Run nothing: pool the passes recorded in these --raw_out files (comma-separated; "
+          "runs of the same build on the same machine) and report over all of them, as a "
+          "run of that many passes would.");
 
 namespace weft::bench {
 namespace {
@@ -369,9 +376,138 @@ std::string BoostPriority() {
                       : absl::StrCat("raised for every rank: ", done);
 }
 
+std::string LibraryLabel(const std::string& column) {
+  if (column == "weft") return "Weft";
+  if (column == "weft-rc") return "Weft RC";
+  if (column == "weft-tcp") return "Weft TCP";
+  if (column == "gloo") return "Gloo";
+  if (column == "mpi") return "MPI";
+  return column;
+}
+
+// The tables with each figure the `aggregate` ("median" or "best") of `passes`, Weft's
+// CPU against each baseline, where Weft misses a target against Gloo (with every pass's
+// ratio), and the target check by the other aggregate.
+std::string RenderReport(const ReportText& text,
+                         const std::vector<std::vector<Measurement>>& passes,
+                         const std::string& aggregate) {
+  std::vector<Measurement> best;
+  for (const auto& pass : passes) KeepBest(best, pass);
+  const std::vector<Measurement> median = MedianOfPasses(passes);
+  const std::vector<Measurement>& measurements = aggregate == "median" ? median : best;
+  std::string markdown = RenderMarkdown(text, measurements);
+  std::string cpu;
+  for (size_t i = 1; i < text.libraries.size(); ++i) {
+    if (absl::StartsWith(text.libraries[i], "weft")) continue;  // Weft over TCP beside RC
+    cpu += RenderCpuComparison(text, measurements, text.libraries[i], kBandwidthTargetFromBytes);
+  }
+  if (!cpu.empty()) absl::StrAppend(&markdown, "\n", cpu);
+  if (const std::string shortfalls =
+          RenderShortfalls(text, measurements, passes, "gloo", kBandwidthTargetFromBytes,
+                           kLatencyTargetUpToBytes);
+      !shortfalls.empty()) {
+    absl::StrAppend(&markdown,
+                    "\nWhere Weft misses a target against Gloo, and its ratio in each pass:\n\n",
+                    shortfalls);
+  }
+  if (passes.size() > 1) {
+    absl::StrAppend(&markdown, "\nThe same check with each figure the ",
+                    aggregate == "median" ? "best" : "median", " of the ", passes.size(),
+                    " passes instead:\n\n",
+                    RenderTargetLines(text, aggregate == "median" ? best : median));
+  }
+  return markdown;
+}
+
+// Prints the report and writes --out and --raw_out; the exit status.
+int WriteReport(const std::string& markdown,
+                const std::vector<std::vector<Measurement>>& passes) {
+  std::fputs(markdown.c_str(), stdout);
+  if (!absl::GetFlag(FLAGS_raw_out).empty()) {
+    std::ofstream raw(absl::GetFlag(FLAGS_raw_out));
+    raw << SerializePasses(passes);
+    if (!raw) {
+      std::fprintf(stderr, "cannot write %s\n", absl::GetFlag(FLAGS_raw_out).c_str());
+      return 1;
+    }
+  }
+  if (!absl::GetFlag(FLAGS_out).empty()) {
+    std::ofstream file(absl::GetFlag(FLAGS_out));
+    file << markdown;
+    if (!file) {
+      std::fprintf(stderr, "cannot write %s\n", absl::GetFlag(FLAGS_out).c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// --merge_raw: one report over the passes of several earlier runs. On a shared machine
+// five passes leave a median a few percent of noise; pooling runs of the same build
+// narrows it without a longer run.
+int MergeRaw(const std::string& files, const std::string& aggregate) {
+  std::vector<std::vector<Measurement>> passes;
+  std::vector<std::string> sources;
+  for (absl::string_view file : absl::StrSplit(files, ',', absl::SkipEmpty())) {
+    const std::string path(file);
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "weft-perf: cannot read %s: %s\n", path.c_str(), std::strerror(errno));
+      return 2;
+    }
+    std::stringstream contents;
+    contents << in.rdbuf();
+    absl::StatusOr<std::vector<std::vector<Measurement>>> parsed = ParsePasses(contents.str());
+    if (parsed.ok() && parsed->empty()) {
+      parsed = absl::InvalidArgumentError("no '# pass' line: not a weft-perf --raw_out file");
+    }
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "weft-perf: %s: %s\n", path.c_str(),
+                   std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    sources.push_back(absl::StrCat("`", path, "` (", parsed->size(), " passes)"));
+    passes.insert(passes.end(), parsed->begin(), parsed->end());
+  }
+  if (passes.empty()) {
+    std::fprintf(stderr, "weft-perf: --merge_raw names no file\n");
+    return 2;
+  }
+  // Weft's columns first (the report compares Weft with the others), then the rest, each
+  // in the order the files first name them.
+  ReportText text;
+  for (const bool weft : {true, false}) {
+    for (const auto& pass : passes) {
+      for (const Measurement& m : pass) {
+        if (absl::StartsWith(m.library, "weft") == weft &&
+            std::find(text.libraries.begin(), text.libraries.end(), m.library) ==
+                text.libraries.end()) {
+          text.libraries.push_back(m.library);
+          text.library_labels.push_back(LibraryLabel(m.library));
+        }
+      }
+    }
+  }
+  text.title = "Data path: passes of several weft-perf runs, pooled";
+  text.preamble = {absl::StrCat(
+      "Pooled by `weft-perf --merge_raw` from ", passes.size(), " passes: ",
+      absl::StrJoin(sources, ", "), ". Each figure is the ", aggregate,
+      " of every pass that measured it; each run's method is in its own report.")};
+  return WriteReport(RenderReport(text, passes, aggregate), passes);
+}
+
 int Main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   SetMinLogLevel(LogLevel::kWarning);
+  const std::string aggregate = absl::GetFlag(FLAGS_aggregate);
+  if (aggregate != "median" && aggregate != "best") {
+    std::fprintf(stderr, "weft-perf: --aggregate must be median or best, not '%s'\n",
+                 aggregate.c_str());
+    return 2;
+  }
+  if (!absl::GetFlag(FLAGS_merge_raw).empty()) {
+    return MergeRaw(absl::GetFlag(FLAGS_merge_raw), aggregate);
+  }
   const std::string priority = BoostPriority();
   std::vector<int> rank_counts;
   for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_ranks), ',', absl::SkipEmpty())) {
@@ -426,25 +562,11 @@ int Main(int argc, char** argv) {
   for (const std::string& library : libraries) {
     if (library == "weft" && have_rdma && *kind == TransportKind::kAuto) {
       columns.insert(columns.end(), {"weft-rc", "weft-tcp"});
-      labels.insert(labels.end(), {"Weft RC", "Weft TCP"});
-    } else if (library == "weft") {
-      columns.push_back("weft");
-      labels.push_back("Weft");
-    } else if (library == "gloo") {
-      columns.push_back("gloo");
-      labels.push_back("Gloo");
-    } else if (library == "mpi") {
-      columns.push_back("mpi");
-      labels.push_back("MPI");
+    } else if (library == "weft" || library == "gloo" || library == "mpi") {
+      columns.push_back(library);
     }
   }
-
-  const std::string aggregate = absl::GetFlag(FLAGS_aggregate);
-  if (aggregate != "median" && aggregate != "best") {
-    std::fprintf(stderr, "weft-perf: --aggregate must be median or best, not '%s'\n",
-                 aggregate.c_str());
-    return 2;
-  }
+  for (const std::string& column : columns) labels.push_back(LibraryLabel(column));
   std::vector<std::vector<Measurement>> passes;
   std::vector<std::string> failures;
   std::string weft_transport_note;
@@ -496,10 +618,6 @@ int Main(int argc, char** argv) {
     }
   }
   const absl::Duration total = absl::Trunc(absl::Now() - start, absl::Seconds(1));
-  std::vector<Measurement> best;
-  for (const auto& pass : passes) KeepBest(best, pass);
-  const std::vector<Measurement> median = MedianOfPasses(passes);
-  const std::vector<Measurement>& measurements = aggregate == "median" ? median : best;
 
   std::string mpi_version = "Open MPI";
   if (auto v = RunCommand({absl::GetFlag(FLAGS_mpirun), "--version"}, absl::Seconds(30)); v.ok()) {
@@ -587,46 +705,8 @@ int Main(int argc, char** argv) {
   if (!failures.empty()) {
     text.preamble.push_back(absl::StrCat("Failed runs: ", absl::StrJoin(failures, "; "), "."));
   }
-  std::string markdown = RenderMarkdown(text, measurements);
-  std::string cpu;
-  for (size_t i = 1; i < columns.size(); ++i) {
-    if (absl::StartsWith(columns[i], "weft")) continue;  // Weft over TCP beside Weft over RC
-    cpu += RenderCpuComparison(text, measurements, columns[i], kBandwidthTargetFromBytes);
-  }
-  if (!cpu.empty()) absl::StrAppend(&markdown, "\n", cpu);
-  if (const std::string shortfalls =
-          RenderShortfalls(text, measurements, passes, "gloo", kBandwidthTargetFromBytes,
-                           kLatencyTargetUpToBytes);
-      !shortfalls.empty()) {
-    absl::StrAppend(&markdown,
-                    "\nWhere Weft misses a target against Gloo, and its ratio in each pass:\n\n",
-                    shortfalls);
-  }
-  if (repeats > 1) {
-    absl::StrAppend(&markdown, "\nThe same check with each figure the ",
-                    aggregate == "median" ? "best" : "median", " of the ", repeats,
-                    " passes instead:\n\n",
-                    RenderTargetLines(text, aggregate == "median" ? best : median));
-  }
-  std::fputs(markdown.c_str(), stdout);
-  if (!absl::GetFlag(FLAGS_raw_out).empty()) {
-    std::ofstream raw(absl::GetFlag(FLAGS_raw_out));
-    for (size_t p = 0; p < passes.size(); ++p) {
-      raw << "# pass " << p + 1 << "\n";
-      for (const Measurement& m : passes[p]) raw << SerializeMeasurement(m);
-    }
-    if (!raw) {
-      std::fprintf(stderr, "cannot write %s\n", absl::GetFlag(FLAGS_raw_out).c_str());
-      return 1;
-    }
-  }
-  if (!absl::GetFlag(FLAGS_out).empty()) {
-    std::ofstream file(absl::GetFlag(FLAGS_out));
-    file << markdown;
-    if (!file) {
-      std::fprintf(stderr, "cannot write %s\n", absl::GetFlag(FLAGS_out).c_str());
-      return 1;
-    }
+  if (const int status = WriteReport(RenderReport(text, passes, aggregate), passes); status != 0) {
+    return status;
   }
   return failures.empty() ? 0 : 1;
 }
