@@ -85,6 +85,25 @@ class LldpTopologyTest : public ::testing::Test {
     }
     Sh(absl::StrCat("lldpcli -u ", sw_sock, " configure lldp portidsubtype ifname >/dev/null"));
     Sh(absl::StrCat("lldpcli -u ", sw_sock, " configure lldp tx-interval 1 >/dev/null"));
+    // lldpd starts paused until its own lldpcli has read /etc/lldpd.d and resumed it, and
+    // a hostname set before that can be lost (the switch then still says its real name)
+    // or the host can stay paused: resume both and re-apply until the switch's chassis
+    // carries the name.
+    bool named = false;
+    for (int i = 0; i < 100 && !named; ++i) {
+      Sh(absl::StrCat("lldpcli -u ", sw_sock, " resume >/dev/null 2>&1; lldpcli -u ", host_sock_,
+                      " resume >/dev/null 2>&1"));
+      named = RunCommand({"/usr/sbin/lldpcli", "-u", sw_sock, "-f", "keyvalue", "show", "chassis"},
+                         absl::Seconds(5))
+                  .out.find("chassis.name=leaf-a01") != std::string::npos;
+      if (!named) {
+        Sh(absl::StrCat("lldpcli -u ", sw_sock,
+                        " configure system hostname leaf-a01 >/dev/null 2>&1"));
+        absl::SleepFor(absl::Milliseconds(100));
+      }
+    }
+    ASSERT_TRUE(named) << "the switch's lldpd never took the hostname leaf-a01\n"
+                       << sw_lldpd_->Log();
     // The agent reads LLDP when it discovers, so start it once the host hears both ports.
     ASSERT_TRUE(HostHearsBothPorts(absl::Seconds(20)))
         << sw_lldpd_->Log() << host_lldpd_->Log();
