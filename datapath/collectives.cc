@@ -472,9 +472,12 @@ absl::Status Communicator::DoAllReduce(char* data, size_t count, DataType type, 
   if (size_ == 1 || count == 0) return absl::OkStatus();
   const size_t num_bytes = count * DataTypeBytes(type);
   ScopedRegistration registration(*transport_, data, num_bytes);
+  // With two ranks the ring is one exchange per phase already.
+  const bool direct = size_ > 2 && !compress && num_bytes <= options_.direct_allreduce_bytes;
   absl::Status status = num_bytes <= options_.small_allreduce_bytes
                             ? AllReduceRecursiveDoubling(data, count, type, op, compress)
-                            : AllReduceRing(data, count, type, op, compress);
+                        : direct ? AllReduceDirect(data, count, type, op)
+                                 : AllReduceRing(data, count, type, op, compress);
   if (status.ok()) return status;
   return Annotate(
       status,
@@ -550,6 +553,45 @@ absl::Status Communicator::AllReduceRecursiveDoubling(char* data, size_t count, 
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Communicator::AllReduceDirect(char* data, size_t count, DataType type,
+                                           ReduceOp op) {
+  const int n = size_;
+  const size_t element_bytes = DataTypeBytes(type);
+  auto chunk_data = [&](int rank) { return data + Chunk(count, n, rank).offset * element_bytes; };
+  auto chunk_bytes = [&](int rank) { return Chunk(count, n, rank).count * element_bytes; };
+  const size_t own_bytes = chunk_bytes(rank_);
+  ASSIGN_OR_RETURN(char* recv, recv_scratch_.Get((n - 1) * own_bytes));
+  {
+    // Reduce-scatter: recv slot k - 1 holds rank (rank - k)'s part of this rank's chunk.
+    Requests requests(*transport_);
+    std::vector<size_t> recvs;
+    for (int k = 1; k < n; ++k) {
+      recvs.push_back(requests.Recv(Mod(rank_ - k, n), recv + (k - 1) * own_bytes, own_bytes));
+    }
+    for (int k = 1; k < n; ++k) {
+      const int to = Mod(rank_ + k, n);
+      requests.Send(to, chunk_data(to), chunk_bytes(to));
+    }
+    // A fixed order (own part, then rank - 1, rank - 2, ...) whatever lands first; only
+    // this rank reduces its chunk, so every rank ends with the same bits.
+    for (int k = 1; k < n; ++k) {
+      RETURN_IF_ERROR(requests.WaitOne(recvs[k - 1]));
+      ReduceInto(type, op, chunk_data(rank_), recv + (k - 1) * own_bytes,
+                 own_bytes / element_bytes);
+    }
+    // The chunks sent from must be out before the all-gather lands on them.
+    RETURN_IF_ERROR(requests.WaitAll());
+  }
+  // All-gather: every rank's reduced chunk lands in place.
+  Requests requests(*transport_);
+  for (int k = 1; k < n; ++k) {
+    const int from = Mod(rank_ - k, n);
+    requests.Recv(from, chunk_data(from), chunk_bytes(from));
+  }
+  for (int k = 1; k < n; ++k) requests.Send(Mod(rank_ + k, n), chunk_data(rank_), own_bytes);
+  return requests.WaitAll();
 }
 
 absl::Status Communicator::AllReduceRing(char* data, size_t count, DataType type, ReduceOp op,

@@ -7,7 +7,13 @@
 // Algorithms:
 //   all-reduce      recursive doubling (log2 n exchanges of the whole buffer; ranks
 //                   beyond a power of two fold in first) up to small_allreduce_bytes;
-//                   above, ring reduce-scatter then ring all-gather, streamed: every
+//                   with more than two ranks, up to direct_allreduce_bytes, two
+//                   everyone-to-everyone rounds: each rank sends every other rank that
+//                   rank's chunk and reduces its own from what lands, then sends its
+//                   reduced chunk to every other rank (the ring's bytes in two rounds
+//                   instead of 2(n - 1) steps; not with bf16 compression); above, ring
+//                   reduce-scatter then ring
+//                   all-gather, streamed: every
 //                   step is cut into segments, each reduced as it lands and forwarded to
 //                   the next rank at once, so consecutive steps (and the two phases)
 //                   overlap instead of waiting for each other. Reduce-scatter segments
@@ -78,6 +84,10 @@ namespace weft::datapath {
 struct CommunicatorOptions {
   // All-reduce: recursive doubling up to this many bytes per rank, ring above.
   size_t small_allreduce_bytes = 64 << 10;
+  // All-reduce with more than two ranks: two everyone-to-everyone rounds (reduce-scatter,
+  // then all-gather) above small_allreduce_bytes and up to this many bytes, ring above.
+  // Fewer dependent steps than the ring, for the same bytes (docs/benchmarks.md).
+  size_t direct_allreduce_bytes = 4 << 20;
   // All-gather: everyone-to-everyone up to this many output bytes, ring above. On
   // loopback the one round beat the n - 1 ring steps by 1.2-1.7× at 4 and 8 ranks
   // from 1 to 4 MiB (docs/benchmarks.md).
@@ -227,6 +237,7 @@ class Communicator {
   absl::Status DoAllReduce(char* data, size_t count, DataType type, ReduceOp op, bool compress);
   absl::Status AllReduceRecursiveDoubling(char* data, size_t count, DataType type, ReduceOp op,
                                           bool compress);
+  absl::Status AllReduceDirect(char* data, size_t count, DataType type, ReduceOp op);
   absl::Status AllReduceRing(char* data, size_t count, DataType type, ReduceOp op, bool compress);
   absl::Status AllReduceRingStreamed(char* data, size_t count, DataType type, ReduceOp op);
   absl::Status DoAllReduceCoalesced(absl::Span<const TensorRef> tensors, DataType type, ReduceOp op,

@@ -28,6 +28,7 @@ namespace {
 CommunicatorOptions SmallThresholds() {
   CommunicatorOptions options;
   options.small_allreduce_bytes = 1024;
+  options.direct_allreduce_bytes = 16 << 10;  // float32: 1023 elements direct, 4097 ring
   options.small_allgather_bytes = 1024;
   options.small_reduce_scatter_bytes = 1024;
   options.small_broadcast_bytes = 1024;
@@ -431,18 +432,22 @@ INSTANTIATE_TEST_SUITE_P(TransportsAndSizes, CollectivesTest,
                          });
 
 // Default thresholds on a large buffer: the production path.
+// Both sides of the 4 MiB direct_allreduce_bytes default: two everyone-to-everyone
+// rounds whose chunks (1.2 MB) wait for the TCP transport's 1 MiB clear-to-send, and
+// the ring.
 TEST(CollectivesDefaultsTest, LargeAllReduceWithDefaultOptions) {
   constexpr int kRanks = 3;
-  constexpr size_t kCount = (1 << 20) + 7;
   auto job = MakeJob("tcp", kRanks, CommunicatorOptions());
   ASSERT_EQ(job->comms.size(), 3u);
-  const std::vector<float> want = Expected<float>(kRanks, kCount, ReduceOp::kSum);
-  RunRanks(kRanks, [&](int rank) {
-    std::vector<float> data = Input<float>(rank, kCount);
-    ASSERT_TRUE(
-        job->comms[rank]->AllReduce(data.data(), kCount, DataType::kFloat32, ReduceOp::kSum).ok());
-    EXPECT_TRUE(data == want);
-  });
+  for (size_t count : {size_t{900'001}, size_t{(1 << 20) + 7}}) {
+    const std::vector<float> want = Expected<float>(kRanks, count, ReduceOp::kSum);
+    RunRanks(kRanks, [&](int rank) {
+      std::vector<float> data = Input<float>(rank, count);
+      ASSERT_TRUE(
+          job->comms[rank]->AllReduce(data.data(), count, DataType::kFloat32, ReduceOp::kSum).ok());
+      EXPECT_TRUE(data == want) << "count " << count << " rank " << rank;
+    });
+  }
 }
 
 // Both reduce-scatter and both all-gather algorithms, at their default thresholds
@@ -474,7 +479,9 @@ TEST(CollectivesDefaultsTest, ReduceScatterAndAllGatherEitherSideOfTheirThreshol
 
 TEST(CollectivesRcTest, ALargeAllReduceRegistersTheCallersBufferOnce) {
   constexpr int kRanks = 3;
-  constexpr size_t kCount = 1 << 20;  // 4 MiB of float32: many segments, all zero-copy
+  // Just over 4 MiB of float32 (the ring, above direct_allreduce_bytes): many segments,
+  // all zero-copy.
+  constexpr size_t kCount = (1 << 20) + 3;
   auto job = MakeJob("rc", kRanks, CommunicatorOptions());
   ASSERT_EQ(job->comms.size(), 3u);
   std::vector<std::vector<float>> data(kRanks, std::vector<float>(kCount, 1.0f));
