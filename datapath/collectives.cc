@@ -560,37 +560,19 @@ absl::Status Communicator::AllReduceDirect(char* data, size_t count, DataType ty
   const int n = size_;
   const size_t element_bytes = DataTypeBytes(type);
   auto chunk_data = [&](int rank) { return data + Chunk(count, n, rank).offset * element_bytes; };
-  auto chunk_bytes = [&](int rank) { return Chunk(count, n, rank).count * element_bytes; };
-  const size_t own_bytes = chunk_bytes(rank_);
-  ASSIGN_OR_RETURN(char* recv, recv_scratch_.Get((n - 1) * own_bytes));
-  {
-    // Reduce-scatter: recv slot k - 1 holds rank (rank - k)'s part of this rank's chunk.
-    Requests requests(*transport_);
-    std::vector<size_t> recvs;
-    for (int k = 1; k < n; ++k) {
-      recvs.push_back(requests.Recv(Mod(rank_ - k, n), recv + (k - 1) * own_bytes, own_bytes));
-    }
-    for (int k = 1; k < n; ++k) {
-      const int to = Mod(rank_ + k, n);
-      requests.Send(to, chunk_data(to), chunk_bytes(to));
-    }
-    // A fixed order (own part, then rank - 1, rank - 2, ...) whatever lands first; only
-    // this rank reduces its chunk, so every rank ends with the same bits.
-    for (int k = 1; k < n; ++k) {
-      RETURN_IF_ERROR(requests.WaitOne(recvs[k - 1]));
-      ReduceInto(type, op, chunk_data(rank_), recv + (k - 1) * own_bytes,
-                 own_bytes / element_bytes);
-    }
-    // The chunks sent from must be out before the all-gather lands on them.
-    RETURN_IF_ERROR(requests.WaitAll());
-  }
+  auto chunk_count = [&](int rank) { return Chunk(count, n, rank).count; };
+  // Returns once its sends are out, so the all-gather may land on the chunks they left from.
+  RETURN_IF_ERROR(ReduceScatterRound(chunk_data, chunk_count, chunk_data(rank_),
+                                     chunk_data(rank_), type, op));
   // All-gather: every rank's reduced chunk lands in place.
   Requests requests(*transport_);
   for (int k = 1; k < n; ++k) {
     const int from = Mod(rank_ - k, n);
-    requests.Recv(from, chunk_data(from), chunk_bytes(from));
+    requests.Recv(from, chunk_data(from), chunk_count(from) * element_bytes);
   }
-  for (int k = 1; k < n; ++k) requests.Send(Mod(rank_ + k, n), chunk_data(rank_), own_bytes);
+  for (int k = 1; k < n; ++k) {
+    requests.Send(Mod(rank_ + k, n), chunk_data(rank_), chunk_count(rank_) * element_bytes);
+  }
   return requests.WaitAll();
 }
 
@@ -837,25 +819,37 @@ absl::Status Communicator::DoReduceScatter(const char* input, char* output, size
 
 absl::Status Communicator::ReduceScatterDirect(const char* input, char* output, size_t count,
                                                DataType type, ReduceOp op) {
-  const int n = size_;
   const size_t block_bytes = count * DataTypeBytes(type);
-  ASSIGN_OR_RETURN(char* recv, recv_scratch_.Get((n - 1) * block_bytes));
+  return ReduceScatterRound([&](int rank) { return input + static_cast<size_t>(rank) * block_bytes; },
+                            [&](int) { return count; },
+                            input + static_cast<size_t>(rank_) * block_bytes, output, type, op);
+}
+
+absl::Status Communicator::ReduceScatterRound(absl::FunctionRef<const char*(int)> block,
+                                              absl::FunctionRef<size_t(int)> block_count,
+                                              const char* own_part, char* own, DataType type,
+                                              ReduceOp op) {
+  const int n = size_;
+  const size_t element_bytes = DataTypeBytes(type);
+  const size_t own_count = block_count(rank_);
+  const size_t own_bytes = own_count * element_bytes;
+  ASSIGN_OR_RETURN(char* recv, recv_scratch_.Get((n - 1) * own_bytes));
   Requests requests(*transport_);
   // recv slot k - 1 holds rank (rank - k)'s contribution.
   std::vector<size_t> recvs;
   for (int k = 1; k < n; ++k) {
-    recvs.push_back(requests.Recv(Mod(rank_ - k, n), recv + (k - 1) * block_bytes, block_bytes));
+    recvs.push_back(requests.Recv(Mod(rank_ - k, n), recv + (k - 1) * own_bytes, own_bytes));
   }
   for (int k = 1; k < n; ++k) {
     const int to = Mod(rank_ + k, n);
-    requests.Send(to, input + static_cast<size_t>(to) * block_bytes, block_bytes);
+    requests.Send(to, block(to), block_count(to) * element_bytes);
   }
-  const char* own = input + static_cast<size_t>(rank_) * block_bytes;
-  if (output != own) std::memcpy(output, own, block_bytes);
-  // A fixed order (own block, then rank - 1, rank - 2, ...) whatever lands first.
+  if (own != own_part) std::memcpy(own, own_part, own_bytes);
+  // A fixed order (own part, then rank - 1, rank - 2, ...) whatever lands first; only
+  // this rank reduces its block, so where it is shared every rank gets the same bits.
   for (int k = 1; k < n; ++k) {
     RETURN_IF_ERROR(requests.WaitOne(recvs[k - 1]));
-    ReduceInto(type, op, output, recv + (k - 1) * block_bytes, count);
+    ReduceInto(type, op, own, recv + (k - 1) * own_bytes, own_count);
   }
   return requests.WaitAll();
 }

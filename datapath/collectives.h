@@ -72,6 +72,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -246,6 +247,13 @@ class Communicator {
                                ReduceOp op);
   absl::Status ReduceScatterDirect(const char* input, char* output, size_t count, DataType type,
                                    ReduceOp op);
+  // One everyone-to-everyone reduce-scatter round: block(r), block_count(r) elements,
+  // goes to every other rank r; `own_part` (this rank's part of its own block) is copied
+  // to `own` while they move, and the other ranks' parts are reduced into it. Returns
+  // once every send is out.
+  absl::Status ReduceScatterRound(absl::FunctionRef<const char*(int)> block,
+                                  absl::FunctionRef<size_t(int)> block_count,
+                                  const char* own_part, char* own, DataType type, ReduceOp op);
   absl::Status ReduceScatterRing(const char* input, char* output, size_t count, DataType type,
                                  ReduceOp op);
   absl::Status DoAllGather(const char* input, char* output, size_t count, DataType type);
