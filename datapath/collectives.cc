@@ -820,9 +820,8 @@ absl::Status Communicator::DoReduceScatter(const char* input, char* output, size
 absl::Status Communicator::ReduceScatterDirect(const char* input, char* output, size_t count,
                                                DataType type, ReduceOp op) {
   const size_t block_bytes = count * DataTypeBytes(type);
-  return ReduceScatterRound([&](int rank) { return input + static_cast<size_t>(rank) * block_bytes; },
-                            [&](int) { return count; },
-                            input + static_cast<size_t>(rank_) * block_bytes, output, type, op);
+  auto block = [&](int rank) { return input + static_cast<size_t>(rank) * block_bytes; };
+  return ReduceScatterRound(block, [&](int) { return count; }, block(rank_), output, type, op);
 }
 
 absl::Status Communicator::ReduceScatterRound(absl::FunctionRef<const char*(int)> block,

@@ -12,10 +12,9 @@
 //                   rank's chunk and reduces its own from what lands, then sends its
 //                   reduced chunk to every other rank (the ring's bytes in two rounds
 //                   instead of 2(n - 1) steps; not with bf16 compression); above, ring
-//                   reduce-scatter then ring
-//                   all-gather, streamed: every
-//                   step is cut into segments, each reduced as it lands and forwarded to
-//                   the next rank at once, so consecutive steps (and the two phases)
+//                   reduce-scatter then ring all-gather, streamed: every step is cut
+//                   into segments, each reduced as it lands and forwarded to the next
+//                   rank at once, so consecutive steps (and the two phases)
 //                   overlap instead of waiting for each other. Reduce-scatter segments
 //                   land in a small ring of ring_window scratch slots, which stays in
 //                   cache whatever the buffer size.
@@ -83,7 +82,8 @@
 namespace weft::datapath {
 
 struct CommunicatorOptions {
-  // All-reduce: recursive doubling up to this many bytes per rank, ring above.
+  // All-reduce: recursive doubling up to this many bytes per rank; two rounds or the
+  // ring above (direct_allreduce_bytes).
   size_t small_allreduce_bytes = 64 << 10;
   // All-reduce with more than two ranks: two everyone-to-everyone rounds (reduce-scatter,
   // then all-gather) above small_allreduce_bytes and up to this many bytes, ring above.
