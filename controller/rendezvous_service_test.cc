@@ -145,11 +145,23 @@ TEST_F(RendezvousServiceTest, RefusalsKeepTheirCodeAndMessage) {
 }
 
 TEST_F(RendezvousServiceTest, ACallerThatGivesUpLeavesTheTable) {
-  weft::v1::RendezvousResponse response;
-  const grpc::Status status = Call(Request(0, 2, 60000), &response, absl::Milliseconds(200));
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The caller gives up only once the server holds its call: a client deadline racing the
+  // server's first look at the call (a loaded CI machine) could end it before the table ever
+  // saw it. A deadline and TryCancel reach the server the same way, as OnCancel.
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  grpc::Status status;
+  std::thread caller([&] {
+    weft::v1::RendezvousResponse r;
+    status = stub_->Rendezvous(&context, Request(0, 2, 60000), &r);
+  });
+  while (service_.table().waiter_count() == 0) absl::SleepFor(absl::Milliseconds(5));
+  context.TryCancel();
+  caller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   // The server side sees the cancellation shortly after.
-  for (int i = 0; i < 200 && service_.table().waiter_count() != 0; ++i) {
+  for (int i = 0; i < 500 && (service_.table().waiter_count() != 0 || Calls("cancelled") != 1);
+       ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_EQ(service_.table().waiter_count(), 0u);
