@@ -1,11 +1,11 @@
 #include "cli/policy_command.h"
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/file.h"
 #include "common/text_output.h"
 #include "controller/policy.h"
 
@@ -29,14 +29,10 @@ std::string Join(const google::protobuf::RepeatedField<uint32_t>& list) {
 }  // namespace
 
 absl::StatusOr<weft::v1::PolicyRequest> ReadPolicyRequest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadWholeFile(path, "policy file");
+  if (!text.ok()) return text.status();
   weft::v1::PolicyRequest request;
-  request.set_policy_yaml(text.str());
+  request.set_policy_yaml(*std::move(text));
   request.set_source_name(path);
   return request;
 }

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -53,10 +54,7 @@ TEST_F(PolicyCommandTest, ValidateJsonIsThePolicy) {
 }
 
 TEST_F(PolicyCommandTest, InvalidPolicyExitsOneNamingTheProblem) {
-  std::ifstream in(kExample);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string yaml = text.str();
+  std::string yaml = ReadWholeFile(kExample).value();
   yaml.replace(yaml.find("bandwidth_percent: 40"), 21, "bandwidth_percent: 45");
   const std::string path = TempFile("bad.yaml", yaml);
   EXPECT_EQ(Run({"policy", "validate", path}), 1);

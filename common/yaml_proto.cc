@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "common/file.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -602,25 +603,6 @@ class YamlMerger {
   const std::string source_;
 };
 
-absl::StatusOr<std::string> ReadFile(absl::string_view path) {
-  const std::string path_string(path);
-  auto cannot_read = [&](int error) {
-    return absl::NotFoundError(absl::StrCat("cannot read config file '", path, "': ",
-                                            std::generic_category().message(error)));
-  };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(
-      std::fopen(path_string.c_str(), "rb"), &std::fclose);
-  if (file == nullptr) return cannot_read(errno);
-  std::string contents;
-  char buffer[8192];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) {
-    contents.append(buffer, n);
-  }
-  if (std::ferror(file.get())) return cannot_read(errno);
-  return contents;
-}
-
 // ---------------------------------------------------------------------------
 // Validation of built messages.
 
@@ -780,7 +762,7 @@ absl::Status MergeYamlString(absl::string_view yaml, absl::string_view source_na
 }
 
 absl::Status MergeYamlFile(absl::string_view path, Message* msg) {
-  ASSIGN_OR_RETURN(const std::string contents, ReadFile(path));
+  ASSIGN_OR_RETURN(const std::string contents, ReadWholeFile(path, "config file"));
   return MergeYamlString(contents, path, msg);
 }
 

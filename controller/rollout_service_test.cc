@@ -1,10 +1,9 @@
 // RolloutServiceImpl over a real in-process gRPC server on 127.0.0.1:0: each RPC reaches
 // the RolloutManager and its errors arrive with the right code and message.
+#include "common/file.h"
 #include "controller/rollout_service.h"
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "common/fake_clock.h"
@@ -19,11 +18,8 @@ namespace {
 using ::testing::HasSubstr;
 
 weft::v1::PolicyRequest ExamplePolicy() {
-  std::ifstream in("deploy/examples/policy.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
   weft::v1::PolicyRequest request;
-  request.set_policy_yaml(text.str());
+  request.set_policy_yaml(ReadWholeFile("deploy/examples/policy.yaml").value());
   request.set_source_name("policy.yaml");
   return request;
 }

@@ -7,11 +7,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/file.h"
 
 namespace weft::controller {
 namespace {
@@ -106,11 +105,9 @@ absl::StatusOr<StoredRollouts> FileRolloutStore::LoadAll() {
     const std::string name = entry->d_name;
     if (!absl::EndsWith(name, kSuffix)) continue;
     const std::string path = absl::StrCat(dir_, "/", name);
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
+    const absl::StatusOr<std::string> bytes = ReadWholeFile(path, "rollout record");
     weft::v1::Rollout rollout;
-    if (!in || !rollout.ParseFromString(buffer.str()) || rollout.id().empty()) {
+    if (!bytes.ok() || !rollout.ParseFromString(*bytes) || rollout.id().empty()) {
       out.unreadable.push_back(path);
       continue;
     }

@@ -6,15 +6,14 @@
 #include <openssl/x509.h>
 
 #include <ctime>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/file.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_certificate_verifier.h"
@@ -23,21 +22,9 @@
 namespace weft::security {
 namespace {
 
-// The whole file at `path`; NOT_FOUND saying so when it cannot be read.
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read '", path, "' (missing, or no permission)"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The PEM text of the file that `field` names.
 absl::StatusOr<std::string> ReadPem(absl::string_view field, const std::string& path) {
-  absl::StatusOr<std::string> text = ReadText(path);
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) {
     return absl::Status(text.status().code(),
                         absl::StrCat("tls.", field, ": ", text.status().message()));
@@ -111,7 +98,7 @@ absl::StatusOr<grpc::experimental::IdentityKeyCertPair> ReadIdentity(
 }  // namespace
 
 absl::StatusOr<CertificateDates> ReadCertificateDates(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string text, ReadText(path));
+  ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
   return ParseCertificateDates(path, text);
 }
 

@@ -1,8 +1,6 @@
 #include "security/policy.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/file.h"
 #include "gtest/gtest.h"
 
 namespace weft::security {
@@ -17,13 +16,11 @@ namespace {
 
 // "/package.Service/Method" of every rpc declared in a .proto file's text.
 std::vector<std::string> MethodsDeclaredIn(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = ReadWholeFile(path).value();
   std::string package;
   std::string service;
   std::vector<std::string> methods;
-  for (absl::string_view line : absl::StrSplit(text.str(), '\n')) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
     line = absl::StripAsciiWhitespace(line);
     if (absl::ConsumePrefix(&line, "package ")) {
       package = std::string(absl::StripSuffix(line, ";"));
@@ -98,7 +95,9 @@ TEST(PolicyTest, RefusalsNameTheRoleNeeded) {
 
 TEST(PolicyTest, MutatingMethodsNameTheirTarget) {
   for (const MethodRule& rule : AllMethodRules()) {
-    if (rule.mutating) EXPECT_FALSE(rule.target_field.empty()) << rule.method;
+    if (rule.mutating) {
+      EXPECT_FALSE(rule.target_field.empty()) << rule.method;
+    }
     EXPECT_EQ(FindMethodRule(rule.method), &rule) << rule.method << " listed twice";
   }
 }

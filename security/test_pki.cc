@@ -1,13 +1,12 @@
 #include "security/test_pki.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/file.h"
 #include "tests/subprocess.h"
 
 namespace weft::security {
@@ -30,10 +29,7 @@ absl::StatusOr<TestPki> TestPki::Mint(const std::string& dir,
 std::string TestPki::Path(absl::string_view file) const { return absl::StrCat(dir_, "/", file); }
 
 std::string TestPki::Read(absl::string_view file) const {
-  std::ifstream in(Path(file));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ReadWholeFile(Path(file)).value_or("");
 }
 
 weft::v1::TlsConfig TestPki::ServerTls() const {

@@ -2,8 +2,7 @@
 
 #include <openssl/sha.h>
 
-#include <fstream>
-#include <sstream>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/file.h"
 
 namespace weft::security {
 namespace {
@@ -78,14 +78,9 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text,
 }
 
 absl::StatusOr<TokenTable> TokenTable::LoadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read the tokens file '", path, "' (tokens_file)"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), path);
+  absl::StatusOr<std::string> text = ReadWholeFile(path, "tokens_file");
+  if (!text.ok()) return text.status();
+  return Parse(*text, path);
 }
 
 std::optional<Principal> TokenTable::Find(absl::string_view token) const {

@@ -2,8 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "common/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/subprocess.h"
@@ -14,10 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ReadWholeFile(p.string()).value_or("");
 }
 
 TEST(FixtureTreeTest, HealthyNodeMirrorsSysfsThroughClassSymlinks) {

@@ -3,9 +3,7 @@
 // and weftctl processes, and raw gRPC clients for what the binaries would never send
 // (another node's name, an expired certificate).
 #include <chrono>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/file.h"
 #include "gtest/gtest.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
@@ -24,6 +23,7 @@
 
 namespace {
 
+using weft::ReadWholeFile;
 using weft::testing::FreePort;
 using weft::testing::RunCommand;
 using weft::testing::Subprocess;
@@ -35,10 +35,7 @@ constexpr char kWeftctl[] = "cli/weftctl";
 constexpr char kMintPki[] = "deploy/pki/mint-dev-pki.sh";
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ReadWholeFile(path).value_or("");
 }
 
 class SecurityTest : public ::testing::Test {

@@ -8,10 +8,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/time/clock.h"
+#include "common/file.h"
 
 namespace weft::testing {
 namespace {
@@ -49,10 +48,7 @@ std::optional<int> WaitPid(pid_t pid, absl::Duration timeout) {
 }
 
 std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ReadWholeFile(path).value_or("");
 }
 
 }  // namespace

@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,6 +39,7 @@
 #include "bench/datapath/sweep.h"
 #include "bench/datapath/timing.h"
 #include "bench/datapath/weft_library.h"
+#include "common/file.h"
 #include "common/logging.h"
 #include "datapath/socket_util.h"
 #include "datapath/tcp_rendezvous.h"
@@ -454,14 +454,12 @@ int MergeRaw(const std::string& files, const std::string& aggregate) {
   std::vector<std::string> sources;
   for (absl::string_view file : absl::StrSplit(files, ',', absl::SkipEmpty())) {
     const std::string path(file);
-    std::ifstream in(path);
-    if (!in) {
-      std::fprintf(stderr, "weft-perf: cannot read %s: %s\n", path.c_str(), std::strerror(errno));
+    const absl::StatusOr<std::string> contents = ReadWholeFile(path, "raw file");
+    if (!contents.ok()) {
+      std::fprintf(stderr, "weft-perf: %s\n", std::string(contents.status().message()).c_str());
       return 2;
     }
-    std::stringstream contents;
-    contents << in.rdbuf();
-    absl::StatusOr<std::vector<std::vector<Measurement>>> parsed = ParsePasses(contents.str());
+    absl::StatusOr<std::vector<std::vector<Measurement>>> parsed = ParsePasses(*contents);
     if (parsed.ok() && parsed->empty()) {
       parsed = absl::InvalidArgumentError("no '# pass' line: not a weft-perf --raw_out file");
     }

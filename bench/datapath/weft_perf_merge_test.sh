@@ -48,7 +48,7 @@ rc=0; err=$("$perf" --merge_raw="$dir/bad.raw" 2>&1) || rc=$?
 [ $rc = 2 ] || fail "bad file: exit $rc"
 grep -q "$dir/bad.raw: line 2: bad measurement line" <<<"$err" || fail "bad file: $err"
 rc=0; err=$("$perf" --merge_raw="$dir/none.raw" 2>&1) || rc=$?
-[ $rc = 2 ] && grep -q "cannot read $dir/none.raw" <<<"$err" || fail "missing file: exit $rc, $err"
+[ $rc = 2 ] && grep -q "cannot read raw file '$dir/none.raw': No such file" <<<"$err" || fail "missing file: exit $rc, $err"
 printf 'just a note\n' >"$dir/empty.raw"
 rc=0; err=$("$perf" --merge_raw="$dir/empty.raw" 2>&1) || rc=$?
 [ $rc = 2 ] && grep -q "before the first '# pass' line" <<<"$err" || fail "no pass line: exit $rc, $err"
