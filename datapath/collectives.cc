@@ -473,11 +473,15 @@ absl::Status Communicator::DoAllReduce(char* data, size_t count, DataType type, 
   const size_t num_bytes = count * DataTypeBytes(type);
   ScopedRegistration registration(*transport_, data, num_bytes);
   // With two ranks the ring is one exchange per phase already.
+  const bool power_of_two = (size_ & (size_ - 1)) == 0;
+  const bool halving = size_ > 2 && power_of_two && !compress &&
+                       num_bytes <= options_.halving_allreduce_bytes;
   const bool direct = size_ > 2 && !compress && num_bytes <= options_.direct_allreduce_bytes;
   absl::Status status = num_bytes <= options_.small_allreduce_bytes
                             ? AllReduceRecursiveDoubling(data, count, type, op, compress)
-                        : direct ? AllReduceDirect(data, count, type, op)
-                                 : AllReduceRing(data, count, type, op, compress);
+                        : halving ? AllReduceHalving(data, count, type, op)
+                        : direct  ? AllReduceDirect(data, count, type, op)
+                                  : AllReduceRing(data, count, type, op, compress);
   if (status.ok()) return status;
   return Annotate(
       status,
@@ -574,6 +578,52 @@ absl::Status Communicator::AllReduceDirect(char* data, size_t count, DataType ty
     requests.Send(Mod(rank_ + k, n), chunk_data(rank_), chunk_count(rank_) * element_bytes);
   }
   return requests.WaitAll();
+}
+
+absl::Status Communicator::AllReduceHalving(char* data, size_t count, DataType type,
+                                            ReduceOp op) {
+  const int n = size_;  // a power of two
+  const size_t element_bytes = DataTypeBytes(type);
+  // Chunks [first, last) of the n chunks, as elements.
+  auto begin = [&](int chunk) { return chunk == n ? count : Chunk(count, n, chunk).offset; };
+  auto bytes = [&](int first, int last) { return (begin(last) - begin(first)) * element_bytes; };
+  auto at = [&](int chunk) { return data + begin(chunk) * element_bytes; };
+  ASSIGN_OR_RETURN(char* recv, recv_scratch_.Get(bytes(0, n / 2)));  // the larger half
+  // Reduce-scatter by recursive halving: partners rank ^ mask swap halves of the chunks
+  // they still hold, and each reduces the half it keeps, so this rank ends holding chunk
+  // rank reduced over all ranks. One rank reduces each chunk: every rank ends with the
+  // same bits once the chunks are gathered.
+  int first = 0;
+  int last = n;
+  for (int mask = n / 2; mask >= 1; mask /= 2) {
+    const int peer = rank_ ^ mask;
+    const int middle = first + (last - first) / 2;
+    const bool keep_low = (rank_ & mask) == 0;
+    const int keep_first = keep_low ? first : middle;
+    const int keep_last = keep_low ? middle : last;
+    const int give_first = keep_low ? middle : first;
+    const int give_last = keep_low ? last : middle;
+    Requests requests(*transport_);
+    requests.Recv(peer, recv, bytes(keep_first, keep_last));
+    requests.Send(peer, at(give_first), bytes(give_first, give_last));
+    RETURN_IF_ERROR(requests.WaitAll());
+    ReduceInto(type, op, at(keep_first), recv, bytes(keep_first, keep_last) / element_bytes);
+    first = keep_first;
+    last = keep_last;
+  }
+  // All-gather by recursive doubling: partners swap the reduced chunks they hold, in place.
+  for (int mask = 1; mask < n; mask *= 2) {
+    const int peer = rank_ ^ mask;
+    const int span = last - first;
+    const int peer_first = (rank_ & mask) == 0 ? last : first - span;
+    Requests requests(*transport_);
+    requests.Recv(peer, at(peer_first), bytes(peer_first, peer_first + span));
+    requests.Send(peer, at(first), bytes(first, last));
+    RETURN_IF_ERROR(requests.WaitAll());
+    first = std::min(first, peer_first);
+    last = first + 2 * span;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Communicator::AllReduceRing(char* data, size_t count, DataType type, ReduceOp op,

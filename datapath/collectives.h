@@ -7,6 +7,12 @@
 // Algorithms:
 //   all-reduce      recursive doubling (log2 n exchanges of the whole buffer; ranks
 //                   beyond a power of two fold in first) up to small_allreduce_bytes;
+//                   with 4, 8, 16... ranks, up to halving_allreduce_bytes, recursive
+//                   halving (log2 n exchanges of half, then a quarter... of the buffer,
+//                   each rank reducing the half it keeps, until it holds its chunk
+//                   reduced) then recursive doubling of the reduced chunks back in
+//                   place (Rabenseifner's algorithm: the ring's bytes in 2 log2 n
+//                   steps, not with bf16 compression);
 //                   with more than two ranks, up to direct_allreduce_bytes, two
 //                   everyone-to-everyone rounds: each rank sends every other rank that
 //                   rank's chunk and reduces its own from what lands, then sends its
@@ -89,6 +95,11 @@ struct CommunicatorOptions {
   // then all-gather) above small_allreduce_bytes and up to this many bytes, ring above.
   // Fewer dependent steps than the ring, for the same bytes (docs/benchmarks.md).
   size_t direct_allreduce_bytes = 4 << 20;
+  // All-reduce with 4, 8, 16... ranks: recursive halving then recursive doubling above
+  // small_allreduce_bytes and up to this many bytes; two rounds (direct_allreduce_bytes)
+  // or the ring above. On loopback it beat the two rounds 1.4-1.6× at 256 KiB and tied
+  // or won at 1 MiB, and lost to them at 4 MiB (docs/benchmarks.md).
+  size_t halving_allreduce_bytes = 1 << 20;
   // All-gather: everyone-to-everyone up to this many output bytes, ring above. On
   // loopback the one round beat the n - 1 ring steps by 1.2-1.7× at 4 and 8 ranks
   // from 1 to 4 MiB (docs/benchmarks.md).
@@ -239,6 +250,7 @@ class Communicator {
   absl::Status AllReduceRecursiveDoubling(char* data, size_t count, DataType type, ReduceOp op,
                                           bool compress);
   absl::Status AllReduceDirect(char* data, size_t count, DataType type, ReduceOp op);
+  absl::Status AllReduceHalving(char* data, size_t count, DataType type, ReduceOp op);
   absl::Status AllReduceRing(char* data, size_t count, DataType type, ReduceOp op, bool compress);
   absl::Status AllReduceRingStreamed(char* data, size_t count, DataType type, ReduceOp op);
   absl::Status DoAllReduceCoalesced(absl::Span<const TensorRef> tensors, DataType type, ReduceOp op,

@@ -28,6 +28,9 @@ namespace {
 CommunicatorOptions SmallThresholds() {
   CommunicatorOptions options;
   options.small_allreduce_bytes = 1024;
+  // Power-of-two ranks: 1023 4-byte elements by recursive halving, 1023 8-byte ones in
+  // two rounds; 4097 by the ring.
+  options.halving_allreduce_bytes = 4 << 10;
   options.direct_allreduce_bytes = 16 << 10;  // float32: 1023 elements direct, 4097 ring
   options.small_allgather_bytes = 1024;
   options.small_reduce_scatter_bytes = 1024;
@@ -440,6 +443,23 @@ TEST(CollectivesDefaultsTest, LargeAllReduceWithDefaultOptions) {
   auto job = MakeJob("tcp", kRanks, CommunicatorOptions());
   ASSERT_EQ(job->comms.size(), 3u);
   for (size_t count : {size_t{900'001}, size_t{(1 << 20) + 7}}) {
+    const std::vector<float> want = Expected<float>(kRanks, count, ReduceOp::kSum);
+    RunRanks(kRanks, [&](int rank) {
+      std::vector<float> data = Input<float>(rank, count);
+      ASSERT_TRUE(
+          job->comms[rank]->AllReduce(data.data(), count, DataType::kFloat32, ReduceOp::kSum).ok());
+      EXPECT_TRUE(data == want) << "count " << count << " rank " << rank;
+    });
+  }
+}
+
+// Both sides of the 1 MiB halving_allreduce_bytes default with four ranks: recursive
+// halving and doubling on uneven chunks, and two rounds.
+TEST(CollectivesDefaultsTest, PowerOfTwoRanksHalveUpTo1MiBThenTakeTwoRounds) {
+  constexpr int kRanks = 4;
+  auto job = MakeJob("tcp", kRanks, CommunicatorOptions());
+  ASSERT_EQ(job->comms.size(), 4u);
+  for (size_t count : {size_t{(1 << 18) - 3}, size_t{300'001}}) {
     const std::vector<float> want = Expected<float>(kRanks, count, ReduceOp::kSum);
     RunRanks(kRanks, [&](int rank) {
       std::vector<float> data = Input<float>(rank, count);

@@ -75,6 +75,9 @@ ABSL_FLAG(int64_t, weft_small_allreduce_bytes, -1,
 ABSL_FLAG(int64_t, weft_direct_allreduce_bytes, -1,
           "Weft all-reduce, more than two ranks: two everyone-to-everyone rounds up to this "
           "size, ring above (-1: the default).");
+ABSL_FLAG(int64_t, weft_halving_allreduce_bytes, -1,
+          "Weft all-reduce, 4, 8, 16... ranks: recursive halving and doubling up to this "
+          "size, two rounds or ring above (-1: the default).");
 ABSL_FLAG(int64_t, weft_small_allgather_bytes, -1,
           "Weft all-gather: everyone-to-everyone up to this many output bytes (-1: the "
           "default).");
@@ -208,6 +211,7 @@ int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKin
   };
   set_bytes(FLAGS_weft_small_allreduce_bytes, options.small_allreduce_bytes);
   set_bytes(FLAGS_weft_direct_allreduce_bytes, options.direct_allreduce_bytes);
+  set_bytes(FLAGS_weft_halving_allreduce_bytes, options.halving_allreduce_bytes);
   set_bytes(FLAGS_weft_small_allgather_bytes, options.small_allgather_bytes);
   set_bytes(FLAGS_weft_small_reduce_scatter_bytes, options.small_reduce_scatter_bytes);
   set_bytes(FLAGS_weft_alltoall_bytes_in_flight, options.alltoall_bytes_in_flight);
