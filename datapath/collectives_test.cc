@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <random>
@@ -434,17 +435,13 @@ INSTANTIATE_TEST_SUITE_P(TransportsAndSizes, CollectivesTest,
                                                std::get<1>(info.param), "ranks");
                          });
 
-// Default thresholds on a large buffer: the production path.
-// Both sides of the 4 MiB direct_allreduce_bytes default: two everyone-to-everyone
-// rounds whose chunks (1.2 MB) wait for the TCP transport's 1 MiB clear-to-send, and
-// the ring.
-TEST(CollectivesDefaultsTest, LargeAllReduceWithDefaultOptions) {
-  constexpr int kRanks = 3;
-  auto job = MakeJob("tcp", kRanks, CommunicatorOptions());
-  ASSERT_EQ(job->comms.size(), 3u);
-  for (size_t count : {size_t{900'001}, size_t{(1 << 20) + 7}}) {
-    const std::vector<float> want = Expected<float>(kRanks, count, ReduceOp::kSum);
-    RunRanks(kRanks, [&](int rank) {
+// A float32 sum over `ranks` TCP ranks at the default options, for each of `counts`.
+void CheckFloatSumAtDefaults(int ranks, std::initializer_list<size_t> counts) {
+  auto job = MakeJob("tcp", ranks, CommunicatorOptions());
+  ASSERT_EQ(job->comms.size(), static_cast<size_t>(ranks));
+  for (size_t count : counts) {
+    const std::vector<float> want = Expected<float>(ranks, count, ReduceOp::kSum);
+    RunRanks(ranks, [&](int rank) {
       std::vector<float> data = Input<float>(rank, count);
       ASSERT_TRUE(
           job->comms[rank]->AllReduce(data.data(), count, DataType::kFloat32, ReduceOp::kSum).ok());
@@ -453,21 +450,18 @@ TEST(CollectivesDefaultsTest, LargeAllReduceWithDefaultOptions) {
   }
 }
 
+// Default thresholds on a large buffer: the production path.
+// Both sides of the 4 MiB direct_allreduce_bytes default: two everyone-to-everyone
+// rounds whose chunks (1.2 MB) wait for the TCP transport's 1 MiB clear-to-send, and
+// the ring.
+TEST(CollectivesDefaultsTest, LargeAllReduceWithDefaultOptions) {
+  CheckFloatSumAtDefaults(3, {900'001, (1 << 20) + 7});
+}
+
 // Both sides of the 1 MiB halving_allreduce_bytes default with four ranks: recursive
 // halving and doubling on uneven chunks, and two rounds.
 TEST(CollectivesDefaultsTest, PowerOfTwoRanksHalveUpTo1MiBThenTakeTwoRounds) {
-  constexpr int kRanks = 4;
-  auto job = MakeJob("tcp", kRanks, CommunicatorOptions());
-  ASSERT_EQ(job->comms.size(), 4u);
-  for (size_t count : {size_t{(1 << 18) - 3}, size_t{300'001}}) {
-    const std::vector<float> want = Expected<float>(kRanks, count, ReduceOp::kSum);
-    RunRanks(kRanks, [&](int rank) {
-      std::vector<float> data = Input<float>(rank, count);
-      ASSERT_TRUE(
-          job->comms[rank]->AllReduce(data.data(), count, DataType::kFloat32, ReduceOp::kSum).ok());
-      EXPECT_TRUE(data == want) << "count " << count << " rank " << rank;
-    });
-  }
+  CheckFloatSumAtDefaults(4, {(1 << 18) - 3, 300'001});
 }
 
 // Both reduce-scatter and both all-gather algorithms, at their default thresholds
