@@ -472,7 +472,7 @@ absl::Status Communicator::DoAllReduce(char* data, size_t count, DataType type, 
   if (size_ == 1 || count == 0) return absl::OkStatus();
   const size_t num_bytes = count * DataTypeBytes(type);
   ScopedRegistration registration(*transport_, data, num_bytes);
-  // With two ranks the ring is one exchange per phase already.
+  // With two ranks the ring is one exchange per phase already, so neither applies.
   const bool power_of_two = (size_ & (size_ - 1)) == 0;
   const bool halving = size_ > 2 && power_of_two && !compress &&
                        num_bytes <= options_.halving_allreduce_bytes;
@@ -584,7 +584,7 @@ absl::Status Communicator::AllReduceHalving(char* data, size_t count, DataType t
                                             ReduceOp op) {
   const int n = size_;  // a power of two
   const size_t element_bytes = DataTypeBytes(type);
-  // Chunks [first, last) of the n chunks, as elements.
+  // Element offset where chunk `chunk` starts (n: the end); ranges of chunks are contiguous.
   auto begin = [&](int chunk) { return chunk == n ? count : Chunk(count, n, chunk).offset; };
   auto bytes = [&](int first, int last) { return (begin(last) - begin(first)) * element_bytes; };
   auto at = [&](int chunk) { return data + begin(chunk) * element_bytes; };
