@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "agent/counter_math.h"
 #include "agent/stable_hash.h"
@@ -392,6 +393,23 @@ void Agent::NoteNicError(const std::string& device, const std::string& error) {
   }
 }
 
+void Agent::NoteMissingCounters(const RawNicReading& reading) {
+  if (!reading.error.empty()) return;  // an unreadable port says so instead
+  metrics_.SetMissingCounters(reading.device, reading.port, reading.missing_counters.size());
+  const NicKey key(reading.device, reading.port);
+  std::vector<std::string>& logged = missing_counters_[key];
+  if (reading.missing_counters == logged) return;
+  if (reading.missing_counters.empty()) {
+    WEFT_LOG(INFO) << "nic reports every counter again device=" << reading.device
+                   << " port=" << reading.port;
+  } else {
+    WEFT_LOG(WARNING) << "nic lacks counters (left out of telemetry, not zero) device="
+                      << reading.device << " port=" << reading.port << " missing=\""
+                      << absl::StrJoin(reading.missing_counters, ", ") << "\"";
+  }
+  logged = reading.missing_counters;
+}
+
 weft::v1::TelemetryBatch Agent::Collect() {
   weft::v1::TelemetryBatch batch;
   batch.set_collected_at_us(absl::ToUnixMicros(clock_->Now()));
@@ -425,6 +443,7 @@ weft::v1::TelemetryBatch Agent::Collect() {
     NicUpdate update =
         ComputeNicUpdate(previous == last_good_.end() ? nullptr : &previous->second, reading);
     NoteNicError(reading.device, reading.error);
+    NoteMissingCounters(reading);
     if (!reading.error.empty()) {
       metrics_.CollectionError(reading.device);
     } else {

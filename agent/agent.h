@@ -111,6 +111,8 @@ class Agent {
   void WriteUplink(ControllerStream* stream, OutboundQueue* outbound, std::atomic<bool>* failed);
   weft::v1::TelemetryBatch Collect();
   void NoteNicError(const std::string& device, const std::string& error);
+  // Logs what a port lacks when that changes (once, not every interval).
+  void NoteMissingCounters(const RawNicReading& reading);
   void SetRegistered(bool registered);
   weft::v1::NodeInfo NodeInfo() const;
   // Copy inventory_ / the readings' port states to what inventory() returns.
@@ -139,6 +141,7 @@ class Agent {
   NodeInventory inventory_;
   std::map<NicKey, RawNicReading> last_good_;      // the previous reading without error
   std::map<std::string, std::string> nic_errors_;  // device -> last error logged
+  std::map<NicKey, std::vector<std::string>> missing_counters_;  // last logged
   // The last drift check (CheckTunables): when, against which apply, and its result.
   absl::Time drift_checked_at_ = absl::InfinitePast();
   uint64_t drift_checked_generation_ = 0;

@@ -8,7 +8,7 @@ namespace {
 struct NicCounterSpec {
   const char* name;
   const char* help;
-  uint64_t RawNicCounters::*field;
+  RawNicCounters::Value RawNicCounters::*field;
 };
 
 const NicCounterSpec kNicCounters[] = {
@@ -20,6 +20,15 @@ const NicCounterSpec kNicCounters[] = {
      &RawNicCounters::port_xmit_packets},
     {"weft_nic_port_rcv_packets_total", "Packets received (port_rcv_packets).",
      &RawNicCounters::port_rcv_packets},
+    {"weft_nic_unicast_xmit_packets_total", "Unicast packets transmitted (unicast_xmit_packets).",
+     &RawNicCounters::unicast_xmit_packets},
+    {"weft_nic_unicast_rcv_packets_total", "Unicast packets received (unicast_rcv_packets).",
+     &RawNicCounters::unicast_rcv_packets},
+    {"weft_nic_multicast_xmit_packets_total",
+     "Multicast packets transmitted (multicast_xmit_packets).",
+     &RawNicCounters::multicast_xmit_packets},
+    {"weft_nic_multicast_rcv_packets_total", "Multicast packets received (multicast_rcv_packets).",
+     &RawNicCounters::multicast_rcv_packets},
     {"weft_nic_port_xmit_discards_total", "Outbound packets discarded (port_xmit_discards).",
      &RawNicCounters::port_xmit_discards},
     {"weft_nic_port_rcv_errors_total", "Received packets with errors (port_rcv_errors).",
@@ -30,6 +39,9 @@ const NicCounterSpec kNicCounters[] = {
      &RawNicCounters::symbol_error},
     {"weft_nic_link_error_recovery_total", "Link error recoveries (link_error_recovery).",
      &RawNicCounters::link_error_recovery},
+    {"weft_nic_port_xmit_wait_total",
+     "Ticks the port had data to send and could not (port_xmit_wait; saturates on some NICs).",
+     &RawNicCounters::port_xmit_wait},
     {"weft_nic_np_ecn_marked_roce_packets_total",
      "RoCEv2 packets received with ECN CE marks (np_ecn_marked_roce_packets).",
      &RawNicCounters::np_ecn_marked_roce_packets},
@@ -40,6 +52,12 @@ const NicCounterSpec kNicCounters[] = {
     {"weft_nic_rp_cnp_ignored_total",
      "CNPs received and ignored; rising means congestion control is off (rp_cnp_ignored).",
      &RawNicCounters::rp_cnp_ignored},
+    {"weft_nic_cc_rx_ce_pkts_total", "CE-marked packets received (optional cc_rx_ce_pkts).",
+     &RawNicCounters::cc_rx_ce_pkts},
+    {"weft_nic_cc_rx_cnp_pkts_total", "CNPs received (optional cc_rx_cnp_pkts).",
+     &RawNicCounters::cc_rx_cnp_pkts},
+    {"weft_nic_cc_tx_cnp_pkts_total", "CNPs sent (optional cc_tx_cnp_pkts).",
+     &RawNicCounters::cc_tx_cnp_pkts},
     {"weft_nic_out_of_sequence_total", "Out-of-sequence packets received (out_of_sequence).",
      &RawNicCounters::out_of_sequence},
     {"weft_nic_packet_seq_err_total", "NAKs for sequence errors received (packet_seq_err).",
@@ -55,6 +73,14 @@ const NicCounterSpec kNicCounters[] = {
      &RawNicCounters::duplicate_request},
     {"weft_nic_out_of_buffer_total", "Packets dropped for lack of a receive WQE (out_of_buffer).",
      &RawNicCounters::out_of_buffer},
+    {"weft_nic_rdma_tx_packets_total", "RDMA packets transmitted (optional rdma_tx_packets).",
+     &RawNicCounters::rdma_tx_packets},
+    {"weft_nic_rdma_tx_bytes_total", "RDMA bytes transmitted (optional rdma_tx_bytes).",
+     &RawNicCounters::rdma_tx_bytes},
+    {"weft_nic_rdma_rx_packets_total", "RDMA packets received (optional rdma_rx_packets).",
+     &RawNicCounters::rdma_rx_packets},
+    {"weft_nic_rdma_rx_bytes_total", "RDMA bytes received (optional rdma_rx_bytes).",
+     &RawNicCounters::rdma_rx_bytes},
 };
 
 prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& registry,
@@ -118,7 +144,13 @@ AgentMetrics::AgentMetrics(prometheus::Registry& registry, std::string node_name
           "Time in PFC pause (ethtool {rx,tx}_prio{p}_pause_duration): rx = this port was "
           "paused, tx = this port paused its peer.")),
       pfc_pause_frames_(CounterFamily(registry, "weft_nic_pfc_pause_frames_total",
-                                      "PFC pause frames (ethtool {rx,tx}_prio{p}_pause).")) {
+                                      "PFC pause frames (ethtool {rx,tx}_prio{p}_pause).")),
+      missing_counters_(prometheus::BuildGauge()
+                            .Name("weft_nic_missing_counters")
+                            .Help("Counters the port is expected to have and cannot report "
+                                  "(no file, unreadable, 'N/A (no PMA)', not a number); 0 "
+                                  "when it reports them all. weft-agent inspect names them.")
+                            .Register(registry)) {
   for (const NicCounterSpec& spec : kNicCounters) {
     nic_families_.push_back(&CounterFamily(registry, spec.name, spec.help));
   }
@@ -137,9 +169,8 @@ AgentMetrics::NicSeries& AgentMetrics::SeriesFor(const std::string& device, uint
       labels["netdev"] = ids->second.first;
       labels["pci"] = ids->second.second;
     }
-    for (prometheus::Family<prometheus::Counter>* family : nic_families_) {
-      it->second.counters.push_back(&family->Add(labels));
-    }
+    it->second.labels = labels;
+    it->second.counters.assign(nic_families_.size(), nullptr);
   }
   return it->second;
 }
@@ -181,12 +212,23 @@ void AgentMetrics::AddNic(const std::string& device, uint32_t port) {
   SeriesFor(device, port);
 }
 
+void AgentMetrics::SetMissingCounters(const std::string& device, uint32_t port,
+                                      size_t missing) {
+  absl::MutexLock lock(&mu_);
+  NicSeries& nic = SeriesFor(device, port);
+  if (nic.missing == nullptr) nic.missing = &missing_counters_.Add(nic.labels);
+  nic.missing->Set(static_cast<double>(missing));
+}
+
 void AgentMetrics::AddNicIncrease(const std::string& device, uint32_t port,
                                   const RawNicCounters& increase) {
   absl::MutexLock lock(&mu_);
   NicSeries& nic = SeriesFor(device, port);
   for (size_t i = 0; i < nic.counters.size(); ++i) {
-    nic.counters[i]->Increment(static_cast<double>(increase.*kNicCounters[i].field));
+    const RawNicCounters::Value& value = increase.*kNicCounters[i].field;
+    if (!value.has_value()) continue;  // a counter the port lacks has no series
+    if (nic.counters[i] == nullptr) nic.counters[i] = &nic_families_[i]->Add(nic.labels);
+    nic.counters[i]->Increment(static_cast<double>(*value));
   }
   for (const RawPfcCounters& p : increase.pfc) {
     PfcSeries& series = PfcSeriesFor(device, port, p.priority, nic);

@@ -17,6 +17,7 @@
 // weft_nic_packet_seq_err_total, ... see kNicCounters in agent_metrics.cc), plus
 //   weft_nic_pfc_pause_duration_seconds_total{direction="rx|tx", priority}
 //   weft_nic_pfc_pause_frames_total{direction="rx|tx", priority}
+//   weft_nic_missing_counters   counters the port lacks or cannot read (0: none)
 // NIC counters are fed the increases counter_math computes, so they count what this
 // agent observed since it started (wrap handled, resets skipped) rather than mirror the
 // NIC's own total: Prometheus' rate() gives the same answer either way.
@@ -77,6 +78,9 @@ class AgentMetrics {
   }
   // Adds one interval's increases of the NIC's counters.
   void AddNicIncrease(const std::string& device, uint32_t port, const RawNicCounters& increase);
+  // How many counters the port is expected to have and cannot report (RawNicReading's
+  // missing_counters), at the last reading.
+  void SetMissingCounters(const std::string& device, uint32_t port, size_t missing);
 
  private:
   struct PfcSeries {
@@ -86,8 +90,12 @@ class AgentMetrics {
     prometheus::Counter* tx_duration_us;
   };
   struct NicSeries {
-    std::vector<prometheus::Counter*> counters;  // in kNicCounters order
+    prometheus::Labels labels;
+    // In kNicCounters order; null until the port reports the counter (a counter the
+    // port lacks is no series, never a 0).
+    std::vector<prometheus::Counter*> counters;
     std::map<uint32_t, PfcSeries> pfc;           // by priority
+    prometheus::Gauge* missing = nullptr;
   };
 
   NicSeries& SeriesFor(const std::string& device, uint32_t port) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -110,6 +118,7 @@ class AgentMetrics {
   std::vector<prometheus::Family<prometheus::Counter>*> nic_families_;
   prometheus::Family<prometheus::Counter>& pfc_pause_duration_;
   prometheus::Family<prometheus::Counter>& pfc_pause_frames_;
+  prometheus::Family<prometheus::Gauge>& missing_counters_;
 
   absl::Mutex mu_;
   std::map<std::pair<std::string, uint32_t>, NicSeries> nics_ ABSL_GUARDED_BY(mu_);

@@ -164,6 +164,39 @@ class OneNicFailsBackend : public NicBackend {
   std::string failing_;
 };
 
+// Passes readings through, with `device` lacking two counters while `lacking` is set.
+class CountersMissingBackend : public NicBackend {
+ public:
+  CountersMissingBackend(NicBackend* inner, std::string device)
+      : inner_(inner), device_(std::move(device)) {}
+  absl::StatusOr<NodeInventory> Discover() override { return inner_->Discover(); }
+  absl::StatusOr<std::vector<RawNicReading>> ReadCounters() override {
+    absl::StatusOr<std::vector<RawNicReading>> readings = inner_->ReadCounters();
+    if (readings.ok() && lacking) {
+      for (RawNicReading& r : *readings) {
+        if (r.device != device_) continue;
+        r.counters.symbol_error.reset();
+        r.counters.port_xmit_wait.reset();
+        r.missing_counters = {"port_xmit_wait", "symbol_error: Permission denied"};
+      }
+    }
+    return readings;
+  }
+  std::atomic<bool> lacking{true};
+
+ private:
+  NicBackend* inner_;
+  std::string device_;
+};
+
+int CountSubstrings(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -658,6 +691,52 @@ TEST_F(AgentTest, UnreadableNicIsReportedAndCountedWhileTheOthersStream) {
   EXPECT_TRUE(last.samples(2).rates_valid());
   EXPECT_GE(Metric("weft_agent_collection_errors_total", {{"device", "mlx5_1"}}).value_or(0), 3.0);
   EXPECT_EQ(Metric("weft_agent_collection_errors_total", {{"device", "mlx5_0"}}), 0.0);
+}
+
+TEST_F(AgentTest, MissingCountersAreSaidOnceAndCountedNotRepeatedEveryInterval) {
+  CountersMissingBackend* missing = nullptr;
+  ::testing::internal::CaptureStderr();
+  StartAgent([&missing](NicBackend* inner) -> std::unique_ptr<NicBackend> {
+    auto backend = std::make_unique<CountersMissingBackend>(inner, "mlx5_2");
+    missing = backend.get();
+    return backend;
+  });
+  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 4; }));
+  // NIC series carry the netdev and PCI address the node registered with.
+  auto labels = [this](int nic) -> std::map<std::string, std::string> {
+    absl::MutexLock lock(&controller_.mu_);
+    const weft::v1::Nic& n = controller_.registers_.front().node().nics(nic);
+    return {{"node", "node-7"}, {"device", n.device()}, {"port", "1"},
+            {"netdev", n.netdev()}, {"pci", n.pci_address()}};
+  };
+  EXPECT_EQ(Metric("weft_nic_missing_counters", labels(2)), 2.0);
+  EXPECT_EQ(Metric("weft_nic_missing_counters", labels(0)), 0.0);
+  missing->lacking = false;
+  const size_t seen = [&] {
+    absl::MutexLock lock(&controller_.mu_);
+    return controller_.batches_.size();
+  }();
+  ASSERT_TRUE(controller_.WaitFor([seen](FakeController& c) { return c.batches_.size() >= seen + 3; }));
+  agent_->Stop();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+
+  // Four and more collections lacked the counters: one warning naming them, then one
+  // line when they are back.
+  const std::string warning =
+      "nic lacks counters (left out of telemetry, not zero) device=mlx5_2 port=1 "
+      "missing=\"port_xmit_wait, symbol_error: Permission denied\"";
+  EXPECT_EQ(CountSubstrings(log, warning), 1) << log;
+  EXPECT_EQ(CountSubstrings(log, "nic reports every counter again device=mlx5_2 port=1"), 1)
+      << log;
+  EXPECT_EQ(CountSubstrings(log, "nic lacks counters"), 1) << log;
+  EXPECT_EQ(Metric("weft_nic_missing_counters", labels(2)), 0.0);
+  // The samples carried the names while they were missing, and the counters were unset.
+  absl::MutexLock lock(&controller_.mu_);
+  const weft::v1::NicSample& first = controller_.batches_[1].batch.samples(2);
+  ASSERT_EQ(first.missing_counters_size(), 2);
+  EXPECT_FALSE(first.port_counters().has_symbol_error());
+  EXPECT_TRUE(first.port_counters().has_link_downed());
+  EXPECT_EQ(controller_.batches_.back().batch.samples(2).missing_counters_size(), 0);
 }
 
 grpc::health::v1::HealthCheckResponse::ServingStatus Health(const std::string& address) {

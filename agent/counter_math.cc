@@ -13,79 +13,61 @@ using weft::v1::PriorityPfcCounters;
 
 constexpr uint64_t k32BitRange = uint64_t{1} << 32;
 
-// Where each raw counter goes in the sample, and how wide the hardware counter is.
+// Where each raw counter goes in the sample, and how wide the hardware counter is. A
+// counter the reading lacks stays unset in the sample (its group message too, when the
+// whole group is absent), never zero.
 struct ScalarCounter {
-  uint64_t RawNicCounters::*field;
+  RawNicCounters::Value RawNicCounters::*field;
   CounterWidth width;
   Counter* (*mutable_counter)(NicSample*);
 };
 
-// Whether the counter's group was read: the hw_counters groups exist only where the
-// NIC has the capability, and an absent group must stay absent, not read as zero.
-bool GroupPresent(const RawNicCounters& c, const ScalarCounter& counter) {
-  if (counter.field == &RawNicCounters::np_ecn_marked_roce_packets ||
-      counter.field == &RawNicCounters::np_cnp_sent ||
-      counter.field == &RawNicCounters::rp_cnp_handled ||
-      counter.field == &RawNicCounters::rp_cnp_ignored) {
-    return c.has_congestion;
-  }
-  if (counter.field == &RawNicCounters::out_of_sequence ||
-      counter.field == &RawNicCounters::packet_seq_err ||
-      counter.field == &RawNicCounters::local_ack_timeout_err ||
-      counter.field == &RawNicCounters::rnr_nak_retry_err ||
-      counter.field == &RawNicCounters::implied_nak_seq_err ||
-      counter.field == &RawNicCounters::duplicate_request ||
-      counter.field == &RawNicCounters::out_of_buffer) {
-    return c.has_retransmission;
-  }
-  return true;
-}
-
 constexpr CounterWidth k32 = CounterWidth::k32Bits;
 constexpr CounterWidth k64 = CounterWidth::k64Bits;
 
+// One row per counter: the raw field, its width, and its sample field (group, name).
+#define WEFT_COUNTER(field, group, name, width)                                     \
+  {                                                                                  \
+    &RawNicCounters::field, width,                                                   \
+        [](NicSample* s) { return s->mutable_##group()->mutable_##name(); }          \
+  }
+
 const ScalarCounter kScalarCounters[] = {
-    {&RawNicCounters::port_xmit_bytes, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_xmit_bytes(); }},
-    {&RawNicCounters::port_rcv_bytes, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_rcv_bytes(); }},
-    {&RawNicCounters::port_xmit_packets, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_xmit_packets(); }},
-    {&RawNicCounters::port_rcv_packets, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_rcv_packets(); }},
-    {&RawNicCounters::port_xmit_discards, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_xmit_discards(); }},
-    {&RawNicCounters::port_rcv_errors, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_rcv_errors(); }},
-    {&RawNicCounters::link_downed, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_link_downed(); }},
-    {&RawNicCounters::symbol_error, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_symbol_error(); }},
-    {&RawNicCounters::link_error_recovery, k64,
-     [](NicSample* s) { return s->mutable_port_counters()->mutable_link_error_recovery(); }},
-    {&RawNicCounters::np_ecn_marked_roce_packets, k64,
-     [](NicSample* s) { return s->mutable_congestion()->mutable_np_ecn_marked_roce_packets(); }},
-    {&RawNicCounters::np_cnp_sent, k64,
-     [](NicSample* s) { return s->mutable_congestion()->mutable_np_cnp_sent(); }},
-    {&RawNicCounters::rp_cnp_handled, k64,
-     [](NicSample* s) { return s->mutable_congestion()->mutable_rp_cnp_handled(); }},
-    {&RawNicCounters::rp_cnp_ignored, k64,
-     [](NicSample* s) { return s->mutable_congestion()->mutable_rp_cnp_ignored(); }},
-    {&RawNicCounters::out_of_sequence, k32,
-     [](NicSample* s) { return s->mutable_retransmission()->mutable_out_of_sequence(); }},
-    {&RawNicCounters::packet_seq_err, k32,
-     [](NicSample* s) { return s->mutable_retransmission()->mutable_packet_seq_err(); }},
-    {&RawNicCounters::local_ack_timeout_err, k32,
-     [](NicSample* s) { return s->mutable_retransmission()->mutable_local_ack_timeout_err(); }},
-    {&RawNicCounters::rnr_nak_retry_err, k32,
-     [](NicSample* s) { return s->mutable_retransmission()->mutable_rnr_nak_retry_err(); }},
-    {&RawNicCounters::implied_nak_seq_err, k32,
-     [](NicSample* s) { return s->mutable_retransmission()->mutable_implied_nak_seq_err(); }},
-    {&RawNicCounters::duplicate_request, k32,
-     [](NicSample* s) { return s->mutable_retransmission()->mutable_duplicate_request(); }},
-    {&RawNicCounters::out_of_buffer, k32,
-     [](NicSample* s) { return s->mutable_retransmission()->mutable_out_of_buffer(); }},
+    WEFT_COUNTER(port_xmit_bytes, port_counters, xmit_bytes, k64),
+    WEFT_COUNTER(port_rcv_bytes, port_counters, rcv_bytes, k64),
+    WEFT_COUNTER(port_xmit_packets, port_counters, xmit_packets, k64),
+    WEFT_COUNTER(port_rcv_packets, port_counters, rcv_packets, k64),
+    WEFT_COUNTER(unicast_xmit_packets, port_counters, unicast_xmit_packets, k64),
+    WEFT_COUNTER(unicast_rcv_packets, port_counters, unicast_rcv_packets, k64),
+    WEFT_COUNTER(multicast_xmit_packets, port_counters, multicast_xmit_packets, k64),
+    WEFT_COUNTER(multicast_rcv_packets, port_counters, multicast_rcv_packets, k64),
+    WEFT_COUNTER(port_xmit_discards, port_counters, xmit_discards, k64),
+    WEFT_COUNTER(port_rcv_errors, port_counters, rcv_errors, k64),
+    WEFT_COUNTER(link_downed, port_counters, link_downed, k64),
+    WEFT_COUNTER(symbol_error, port_counters, symbol_error, k64),
+    WEFT_COUNTER(link_error_recovery, port_counters, link_error_recovery, k64),
+    WEFT_COUNTER(port_xmit_wait, port_counters, xmit_wait, k64),
+    WEFT_COUNTER(np_ecn_marked_roce_packets, congestion, np_ecn_marked_roce_packets, k64),
+    WEFT_COUNTER(np_cnp_sent, congestion, np_cnp_sent, k64),
+    WEFT_COUNTER(rp_cnp_handled, congestion, rp_cnp_handled, k64),
+    WEFT_COUNTER(rp_cnp_ignored, congestion, rp_cnp_ignored, k64),
+    WEFT_COUNTER(cc_rx_ce_pkts, congestion, cc_rx_ce_pkts, k64),
+    WEFT_COUNTER(cc_rx_cnp_pkts, congestion, cc_rx_cnp_pkts, k64),
+    WEFT_COUNTER(cc_tx_cnp_pkts, congestion, cc_tx_cnp_pkts, k64),
+    WEFT_COUNTER(out_of_sequence, retransmission, out_of_sequence, k32),
+    WEFT_COUNTER(packet_seq_err, retransmission, packet_seq_err, k32),
+    WEFT_COUNTER(local_ack_timeout_err, retransmission, local_ack_timeout_err, k32),
+    WEFT_COUNTER(rnr_nak_retry_err, retransmission, rnr_nak_retry_err, k32),
+    WEFT_COUNTER(implied_nak_seq_err, retransmission, implied_nak_seq_err, k32),
+    WEFT_COUNTER(duplicate_request, retransmission, duplicate_request, k32),
+    WEFT_COUNTER(out_of_buffer, retransmission, out_of_buffer, k32),
+    WEFT_COUNTER(rdma_tx_packets, rdma_traffic, tx_packets, k64),
+    WEFT_COUNTER(rdma_tx_bytes, rdma_traffic, tx_bytes, k64),
+    WEFT_COUNTER(rdma_rx_packets, rdma_traffic, rx_packets, k64),
+    WEFT_COUNTER(rdma_rx_bytes, rdma_traffic, rx_bytes, k64),
 };
+
+#undef WEFT_COUNTER
 
 // ethtool's per-priority counters are 64-bit.
 struct PfcCounter {
@@ -132,6 +114,7 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
   sample.set_port_state(static_cast<uint32_t>(current.port_state));
   sample.set_rates_valid(false);
   for (const std::string& warning : current.warnings) sample.add_warnings(warning);
+  for (const std::string& missing : current.missing_counters) sample.add_missing_counters(missing);
   if (!current.error.empty()) {
     sample.set_error(current.error);
     return update;
@@ -139,7 +122,7 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
 
   const RawNicCounters& cur = current.counters;
   for (const ScalarCounter& c : kScalarCounters) {
-    if (GroupPresent(cur, c)) c.mutable_counter(&sample)->set_total(cur.*c.field);
+    if ((cur.*c.field).has_value()) c.mutable_counter(&sample)->set_total(*(cur.*c.field));
   }
   for (const RawPfcCounters& p : cur.pfc) {
     PriorityPfcCounters* out = sample.add_pfc();
@@ -157,9 +140,10 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
   const RawNicCounters& prev = previous->counters;
   RawNicCounters increase;
   for (const ScalarCounter& c : kScalarCounters) {
-    // A group that appeared or vanished between the readings has no increase.
-    if (!GroupPresent(cur, c) || !GroupPresent(prev, c)) continue;
-    const std::optional<uint64_t> inc = CounterIncrease(prev.*c.field, cur.*c.field, c.width);
+    // A counter that appeared or vanished between the readings has no increase.
+    if (!(cur.*c.field).has_value() || !(prev.*c.field).has_value()) continue;
+    const std::optional<uint64_t> inc =
+        CounterIncrease(*(prev.*c.field), *(cur.*c.field), c.width);
     if (!inc.has_value()) return update;  // reset: no rate from this pair
     increase.*c.field = *inc;
   }
@@ -182,8 +166,10 @@ NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& c
 
   const double seconds = absl::ToDoubleSeconds(elapsed);
   for (const ScalarCounter& c : kScalarCounters) {
-    if (!GroupPresent(cur, c)) continue;
-    c.mutable_counter(&sample)->set_per_second(static_cast<double>(increase.*c.field) / seconds);
+    // A counter that only just appeared keeps per_second 0 until the next reading.
+    if (!(increase.*c.field).has_value()) continue;
+    c.mutable_counter(&sample)->set_per_second(static_cast<double>(*(increase.*c.field)) /
+                                               seconds);
   }
   size_t next_increase = 0;
   for (size_t i = 0; i < cur.pfc.size(); ++i) {

@@ -42,15 +42,16 @@ struct NicUpdate {
   // failed.
   weft::v1::NicSample sample;
   // Per-counter increase since the previous reading, in the totals' units; set exactly
-  // when sample.rates_valid(). PFC entries exist for priorities present in both
-  // readings.
+  // when sample.rates_valid(). A counter has an increase when both readings have it;
+  // PFC entries exist for priorities present in both readings.
   std::optional<RawNicCounters> increase;
 };
 
 // Builds the sample of `current`. `previous` is the NIC's last reading without an
 // error, or nullptr when there is none (first reading): then rates_valid is false.
-// A previous reading of another device/port counts as none. A PFC priority that has
-// just appeared gets per_second 0 without invalidating the rest of the sample.
+// A previous reading of another device/port counts as none. A counter absent from
+// `current` is unset in the sample; one (or a PFC priority) that has just appeared gets
+// per_second 0 without invalidating the rest of the sample.
 NicUpdate ComputeNicUpdate(const RawNicReading* previous, const RawNicReading& current);
 
 }  // namespace weft::agent

@@ -212,10 +212,10 @@ TEST(CounterMathGroupsTest, AbsentCongestionGroupIsLeftOutNotZero) {
   RawNicReading first;
   first.device = "mlx5_1";
   first.timestamp = absl::FromUnixSeconds(1000);
-  first.counters.has_congestion = false;
   first.counters.port_xmit_bytes = 1000;
   first.counters.out_of_sequence = 5;
-  first.warnings = {"mlx5_1: no congestion counters in hw_counters/"};
+  first.missing_counters = {"np_cnp_sent", "np_ecn_marked_roce_packets", "rp_cnp_handled",
+                            "rp_cnp_ignored"};
   RawNicReading second = first;
   second.timestamp += absl::Seconds(1);
   second.counters.port_xmit_bytes = 3000;
@@ -227,19 +227,59 @@ TEST(CounterMathGroupsTest, AbsentCongestionGroupIsLeftOutNotZero) {
   EXPECT_TRUE(update.sample.has_retransmission());
   EXPECT_DOUBLE_EQ(update.sample.retransmission().out_of_sequence().per_second(), 3.0);
   EXPECT_DOUBLE_EQ(update.sample.port_counters().xmit_bytes().per_second(), 2000.0);
-  ASSERT_EQ(update.sample.warnings_size(), 1);
-  EXPECT_EQ(update.sample.warnings(0), "mlx5_1: no congestion counters in hw_counters/");
+  ASSERT_EQ(update.sample.missing_counters_size(), 4);
+  EXPECT_EQ(update.sample.missing_counters(3), "rp_cnp_ignored");
+}
+
+TEST(CounterMathGroupsTest, OneAbsentCounterIsUnsetWhileItsGroupIsReported) {
+  RawNicReading first;
+  first.device = "mlx5_0";
+  first.timestamp = absl::FromUnixSeconds(1000);
+  first.counters.np_cnp_sent = 10;
+  first.counters.port_rcv_packets = 100;
+  RawNicReading second = first;
+  second.timestamp += absl::Seconds(1);
+  second.counters.np_cnp_sent = 15;
+  second.counters.port_rcv_packets = 160;
+
+  NicUpdate update = ComputeNicUpdate(&first, second);
+  ASSERT_TRUE(update.sample.rates_valid());
+  ASSERT_TRUE(update.sample.has_congestion());
+  EXPECT_TRUE(update.sample.congestion().has_np_cnp_sent());
+  EXPECT_FALSE(update.sample.congestion().has_rp_cnp_ignored());
+  EXPECT_FALSE(update.sample.port_counters().has_xmit_bytes());
+  EXPECT_FALSE(update.sample.has_rdma_traffic());
+  ASSERT_TRUE(update.increase.has_value());
+  EXPECT_EQ(update.increase->np_cnp_sent, 5u);
+  EXPECT_FALSE(update.increase->rp_cnp_ignored.has_value());
+}
+
+TEST(CounterMathGroupsTest, OptionalRdmaTrafficCountersGoToTheirOwnGroup) {
+  RawNicReading first;
+  first.device = "mlx5_0";
+  first.timestamp = absl::FromUnixSeconds(1000);
+  first.counters.rdma_tx_bytes = 1'000;
+  first.counters.cc_rx_ce_pkts = 7;
+  RawNicReading second = first;
+  second.timestamp += absl::Seconds(2);
+  second.counters.rdma_tx_bytes = 5'000;
+  second.counters.cc_rx_ce_pkts = 9;
+
+  NicUpdate update = ComputeNicUpdate(&first, second);
+  ASSERT_TRUE(update.sample.rates_valid());
+  EXPECT_EQ(update.sample.rdma_traffic().tx_bytes().total(), 5'000u);
+  EXPECT_DOUBLE_EQ(update.sample.rdma_traffic().tx_bytes().per_second(), 2'000.0);
+  EXPECT_FALSE(update.sample.rdma_traffic().has_rx_bytes());
+  EXPECT_DOUBLE_EQ(update.sample.congestion().cc_rx_ce_pkts().per_second(), 1.0);
 }
 
 TEST(CounterMathGroupsTest, GroupAppearingGivesNoRateButKeepsTheRest) {
   RawNicReading first;
   first.device = "mlx5_0";
   first.timestamp = absl::FromUnixSeconds(1000);
-  first.counters.has_congestion = false;
   first.counters.port_rcv_bytes = 10;
   RawNicReading second = first;
   second.timestamp += absl::Seconds(2);
-  second.counters.has_congestion = true;
   second.counters.np_cnp_sent = 1'000'000;  // cumulative since boot: not a rate
   second.counters.port_rcv_bytes = 30;
 

@@ -30,22 +30,26 @@ std::vector<CounterRow> CounterRows(const weft::v1::TelemetryBatch& batch) {
   auto port = [](const NicSample& s) { return s.has_port_counters() ? &s.port_counters() : nullptr; };
   auto cc = [](const NicSample& s) { return s.has_congestion() ? &s.congestion() : nullptr; };
   auto rt = [](const NicSample& s) { return s.has_retransmission() ? &s.retransmission() : nullptr; };
-  // Every Counter field of the three groups, in proto order, by reflection: a counter
-  // added to telemetry.proto shows up here without a change.
-  auto add_group = [&rows](const google::protobuf::Descriptor* d, auto group) {
+  auto rdma = [](const NicSample& s) { return s.has_rdma_traffic() ? &s.rdma_traffic() : nullptr; };
+  // Every Counter field of the groups, in proto order, by reflection: a counter added to
+  // telemetry.proto shows up here without a change. A counter the sample lacks is null.
+  auto add_group = [&rows](const google::protobuf::Descriptor* d, absl::string_view prefix,
+                           auto group) {
     for (int i = 0; i < d->field_count(); ++i) {
       const google::protobuf::FieldDescriptor* f = d->field(i);
-      rows.push_back({f->name(), [group, f](const NicSample& s) -> const weft::v1::Counter* {
+      rows.push_back({absl::StrCat(prefix, f->name()),
+                      [group, f](const NicSample& s) -> const weft::v1::Counter* {
                         const google::protobuf::Message* m = group(s);
-                        if (m == nullptr) return nullptr;
+                        if (m == nullptr || !m->GetReflection()->HasField(*m, f)) return nullptr;
                         return static_cast<const weft::v1::Counter*>(
                             &m->GetReflection()->GetMessage(*m, f));
                       }});
     }
   };
-  add_group(weft::v1::PortCounters::descriptor(), port);
-  add_group(weft::v1::CongestionCounters::descriptor(), cc);
-  add_group(weft::v1::RetransmissionCounters::descriptor(), rt);
+  add_group(weft::v1::PortCounters::descriptor(), "", port);
+  add_group(weft::v1::CongestionCounters::descriptor(), "", cc);
+  add_group(weft::v1::RetransmissionCounters::descriptor(), "", rt);
+  add_group(weft::v1::RdmaTrafficCounters::descriptor(), "rdma_", rdma);
   // PFC rows for every priority any NIC reports.
   std::vector<bool> prio(8, false);
   for (const NicSample& s : batch.samples()) {
@@ -194,11 +198,14 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
   for (const NicSample& s : samples) counters[0].push_back(s.device());
   for (const CounterRow& row : CounterRows(snapshot.telemetry())) {
     std::vector<std::string> cells = {row.name};
+    bool any = false;
     for (const NicSample& s : samples) {
       const weft::v1::Counter* c = s.error().empty() ? row.get(s) : nullptr;
+      any = any || c != nullptr;
       cells.push_back(c == nullptr ? "-" : absl::StrCat(c->total()));
     }
-    counters.push_back(std::move(cells));
+    // A counter no NIC has (an optional counter left off) is no row.
+    if (any) counters.push_back(std::move(cells));
   }
   absl::StrAppend(&out, "\nCounters (cumulative)\n", FormatTable(counters));
   std::string problems;
@@ -214,6 +221,10 @@ std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot) {
   for (const NicSample& s : samples) {
     if (!s.error().empty()) absl::StrAppend(&problems, "error   ", s.device(), ": ", s.error(), "\n");
     for (const auto& w : s.warnings()) absl::StrAppend(&problems, "warning ", w, "\n");
+    if (!s.missing_counters().empty()) {
+      absl::StrAppend(&problems, "missing ", s.device(), " port ", s.port(), ": ",
+                      absl::StrJoin(s.missing_counters(), ", "), "\n");
+    }
   }
   if (!problems.empty()) absl::StrAppend(&out, "\n", problems);
   return out;

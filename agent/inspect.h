@@ -24,8 +24,9 @@ weft::v1::NodeSnapshot MakeSnapshot(const NodeInventory& inventory,
 void AddTunables(const std::vector<NicTunables*>& nics, weft::v1::NodeSnapshot* snapshot);
 
 // Human-readable report: a NIC table, a GPU table, one counter table with a column per
-// NIC ("-" where a group is absent), a QoS/DCQCN table with a column per NIC ("-" where
-// it cannot be read), then errors, warnings and why tunables could not be read.
+// NIC ("-" where a NIC lacks the counter; no row for a counter no NIC has), a QoS/DCQCN
+// table with a column per RoCE NIC ("-" where it cannot be read), then notes, errors,
+// warnings, the counters each port lacks and why tunables could not be read.
 std::string FormatSnapshotTable(const weft::v1::NodeSnapshot& snapshot);
 
 }  // namespace weft::agent

@@ -2,9 +2,17 @@
 // that mirrors an mlx5 node, in table and JSON form.
 #include "agent/inspect.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "common/text_output.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/fixture_tree.h"
 #include "tests/subprocess.h"
@@ -14,6 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using weft::testing::RunCommand;
+namespace fs = std::filesystem;
 
 class InspectTest : public ::testing::Test {
  protected:
@@ -34,8 +43,11 @@ TEST_F(InspectTest, TableShowsNicsCountersAndWhyOneIsMissing) {
   // port_rcv_data of mlx5_0 is (10^12 + h) words; the table shows bytes.
   EXPECT_THAT(out, HasSubstr("rcv_bytes"));
   EXPECT_THAT(out, HasSubstr("np_cnp_sent"));
-  // mlx5_1 lacks the congestion group: "-" and a warning saying so.
-  EXPECT_THAT(out, HasSubstr("warning mlx5_1: no congestion counters in hw_counters/"));
+  // mlx5_1 lacks the congestion group: "-" in its column and a line naming them.
+  EXPECT_THAT(out, HasSubstr("np_cnp_sent                 7270963        -\n"));
+  EXPECT_THAT(out, HasSubstr("missing mlx5_1 port 1: np_cnp_sent, np_ecn_marked_roce_packets, "
+                             "rp_cnp_handled, rp_cnp_ignored\n"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("missing mlx5_0")));
   EXPECT_THAT(out, HasSubstr("(none found)"));  // no GPUs in this fixture
   // The real libibverbs ran too: on a host without RDMA devices it says so and the
   // fixture's NICs are seen through sysfs only.
@@ -113,6 +125,125 @@ TEST_F(InspectTest, TunablesOfTheSimulatedBackend) {
   ASSERT_EQ(table.exit_status, 0) << table.err;
   EXPECT_THAT(table.out, HasSubstr("dscp_to_priority               0:0,26:3,48:6"));
   EXPECT_THAT(table.out, HasSubstr("rp_enabled_priorities          0,1,2,3,4,5,6,7"));
+}
+
+// What `inspect --output json` says of a fixture, without what depends on the moment
+// or the host: timestamps, libibverbs' view (this host's devices, not the fixture's),
+// the ethtool ioctl's answer for the fixture's netdevs and the tunables' reasons (they
+// name the temporary root and this host's netdevs).
+void DropContaining(google::protobuf::RepeatedPtrField<std::string>* lines,
+                    const std::string& text) {
+  auto kept = std::remove_if(lines->begin(), lines->end(), [&text](const std::string& line) {
+    return line.find(text) != std::string::npos;
+  });
+  lines->erase(kept, lines->end());
+}
+
+weft::v1::NodeSnapshot HostIndependent(weft::v1::NodeSnapshot snapshot) {
+  snapshot.mutable_telemetry()->clear_collected_at_us();
+  for (weft::v1::NicSample& sample : *snapshot.mutable_telemetry()->mutable_samples()) {
+    sample.clear_timestamp_us();
+    DropContaining(sample.mutable_warnings(), "ethtool statistics");
+  }
+  DropContaining(snapshot.mutable_notes(), "libibverbs");
+  for (weft::v1::Nic& nic : *snapshot.mutable_node()->mutable_nics()) {
+    nic.clear_discovered_by();
+    DropContaining(nic.mutable_discovery_warnings(), "libibverbs");
+  }
+  for (weft::v1::NicTunablesReading& nic : *snapshot.mutable_tunables()) {
+    for (weft::v1::ParameterError& error : *nic.mutable_unreadable()) error.clear_reason();
+  }
+  return snapshot;
+}
+
+// Each real-host shape (tests/fixtures/generate.py) against the exact JSON inspect must
+// print for it (tests/fixtures/<shape>.inspect.json). WEFT_WRITE_GOLDENS_TO=DIR writes
+// what inspect printed to DIR instead, to review and commit after a deliberate change.
+TEST_F(InspectTest, EveryRealHostShapeReportsExactlyItsGoldenJson) {
+  const char* write_to = std::getenv("WEFT_WRITE_GOLDENS_TO");
+  for (const char* shape : {"mlx5_missing_counters", "i40iw_no_pma", "mlx5_trailing_blank_lines",
+                            "mlx4_counters_ext", "mlx5_ib_and_roce", "mlx5_no_pci_link"}) {
+    SCOPED_TRACE(shape);
+    const std::string root = weft::testing::TempPath(absl::StrCat("shape_", shape));
+    ASSERT_TRUE(weft::testing::MaterializeFixture(
+                    absl::StrCat("tests/fixtures/", shape, ".tree"), root).ok());
+    auto json = RunCommand({"agent/weft-agent", "inspect", "--root", root, "--lldp", "off",
+                            "--output", "json"},
+                           absl::Seconds(10));
+    ASSERT_EQ(json.exit_status, 0) << json.err;
+    weft::v1::NodeSnapshot got;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &got).ok()) << json.out;
+    got = HostIndependent(got);
+    if (write_to != nullptr) {
+      std::ofstream(absl::StrCat(write_to, "/", shape, ".inspect.json")) << FormatJson(got);
+      continue;
+    }
+    absl::StatusOr<std::string> golden =
+        ReadWholeFile(absl::StrCat("tests/fixtures/", shape, ".inspect.json"), "golden");
+    ASSERT_TRUE(golden.ok()) << golden.status();
+    weft::v1::NodeSnapshot want;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*golden, &want).ok());
+    std::string diff;
+    google::protobuf::util::MessageDifferencer differencer;
+    differencer.ReportDifferencesToString(&diff);
+    EXPECT_TRUE(differencer.Compare(want, got)) << diff << "\ngot:\n" << FormatJson(got);
+  }
+}
+
+// A user's capture (tools/capture-sysfs.sh) reads back as the node it was taken on:
+// inspect says the same of the tarball as of the tree, tunables included.
+TEST_F(InspectTest, CaptureSysfsRoundTripsAFixture) {
+  for (const char* shape : {"mlx5_8nic_8gpu", "mlx5_missing_counters", "mlx5_no_pci_link"}) {
+    SCOPED_TRACE(shape);
+    const std::string node = weft::testing::TempPath(absl::StrCat("capture_", shape));
+    ASSERT_TRUE(weft::testing::MaterializeFixture(
+                    absl::StrCat("tests/fixtures/", shape, ".tree"), node).ok());
+    ASSERT_TRUE(weft::testing::MaterializeFixture("agent/tunables/testdata/cc_params.tree", node)
+                    .ok());
+    const std::string tarball = node + ".tar.gz";
+    auto capture = RunCommand({"/bin/bash", "tools/capture-sysfs.sh", "-r", node, "-o", tarball},
+                              absl::Seconds(30));
+    ASSERT_EQ(capture.exit_status, 0) << capture.err;
+    EXPECT_THAT(capture.out, HasSubstr("capture-sysfs: wrote " + tarball));
+    const std::string back = node + ".back";
+    ASSERT_EQ(RunCommand({"/bin/mkdir", "-p", back}, absl::Seconds(5)).exit_status, 0);
+    ASSERT_EQ(RunCommand({"/bin/tar", "-C", back, "-xzf", tarball}, absl::Seconds(30)).exit_status, 0);
+
+    weft::v1::NodeSnapshot snapshots[2];
+    for (int i = 0; i < 2; ++i) {
+      auto json = RunCommand({"agent/weft-agent", "inspect", "--root", i == 0 ? node : back,
+                              "--lldp", "off", "--output", "json"},
+                             absl::Seconds(10));
+      ASSERT_EQ(json.exit_status, 0) << json.err;
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &snapshots[i]).ok());
+      snapshots[i] = HostIndependent(snapshots[i]);
+    }
+    ASSERT_GT(snapshots[0].node().nics_size(), 0);
+    // The DCQCN values were read (debugfs cc_params, by PCI address, is captured too).
+    ASSERT_GT(snapshots[1].tunables_size(), 0);
+    if (!snapshots[1].node().nics(0).pci_address().empty()) {
+      EXPECT_EQ(snapshots[1].tunables(0).dcqcn().rp_time_reset(), 300u);
+    }
+    std::string diff;
+    google::protobuf::util::MessageDifferencer differencer;
+    differencer.ReportDifferencesToString(&diff);
+    EXPECT_TRUE(differencer.Compare(snapshots[0], snapshots[1])) << diff;
+  }
+}
+
+TEST_F(InspectTest, CaptureOfANodeWithoutRdmaDevicesSaysSo) {
+  const std::string empty = weft::testing::TempPath("capture_empty");
+  fs::create_directories(empty);
+  auto capture = RunCommand({"/bin/bash", "tools/capture-sysfs.sh", "-r", empty, "-o",
+                             root_ + "/x.tgz"},
+                            absl::Seconds(10));
+  EXPECT_EQ(capture.exit_status, 1);
+  EXPECT_THAT(capture.err, HasSubstr("no RDMA device (is the driver loaded?)"));
+  EXPECT_FALSE(fs::exists(root_ + "/x.tgz"));
+  auto missing = RunCommand({"/bin/bash", "tools/capture-sysfs.sh", "-r", root_ + "/nope"},
+                            absl::Seconds(10));
+  EXPECT_EQ(missing.exit_status, 2);
+  EXPECT_THAT(missing.err, HasSubstr("root " + root_ + "/nope is not a directory"));
 }
 
 TEST_F(InspectTest, MissingRootIsAClearError) {

@@ -15,6 +15,7 @@
 #define WEFT_AGENT_NIC_BACKEND_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,40 +36,53 @@ struct RawPfcCounters {
   uint64_t tx_pause_duration_us = 0;  // tx_prio{p}_pause_duration: time we paused the peer
 };
 
-// Cumulative counters of one RDMA port. Their widths matter to agent/counter_math.h,
-// which knows the Q-counters below are 32-bit and wrap.
+// Cumulative counters of one RDMA port. Each is unset when the port does not have it
+// (no file, unreadable, "N/A (no PMA)", not a number): absent, never zero. Their widths
+// matter to agent/counter_math.h, which knows the Q-counters below are 32-bit and wrap.
 struct RawNicCounters {
-  // ports/<p>/counters/ (64-bit extended counters; the error counters saturate).
-  uint64_t port_xmit_bytes = 0;  // port_xmit_data × 4
-  uint64_t port_rcv_bytes = 0;   // port_rcv_data × 4
-  uint64_t port_xmit_packets = 0;
-  uint64_t port_rcv_packets = 0;
-  uint64_t port_xmit_discards = 0;
-  uint64_t port_rcv_errors = 0;
-  uint64_t link_downed = 0;
-  uint64_t symbol_error = 0;
-  uint64_t link_error_recovery = 0;
+  using Value = std::optional<uint64_t>;
+  // ports/<p>/counters/ (64-bit extended counters, or counters_ext/ on mlx4; the error
+  // counters saturate).
+  Value port_xmit_bytes;  // port_xmit_data × 4
+  Value port_rcv_bytes;   // port_rcv_data × 4
+  Value port_xmit_packets;
+  Value port_rcv_packets;
+  Value unicast_xmit_packets;
+  Value unicast_rcv_packets;
+  Value multicast_xmit_packets;
+  Value multicast_rcv_packets;
+  Value port_xmit_discards;
+  Value port_rcv_errors;
+  Value link_downed;
+  Value symbol_error;
+  Value link_error_recovery;
+  Value port_xmit_wait;
 
-  // Whether the NIC has these hw_counters groups (capability-dependent on mlx5). An
-  // absent group is left out of the telemetry sample rather than reported as zero.
-  bool has_congestion = true;
-  bool has_retransmission = true;
-
-  // hw_counters/ congestion group (64-bit, per physical function).
-  uint64_t np_ecn_marked_roce_packets = 0;
-  uint64_t np_cnp_sent = 0;
-  uint64_t rp_cnp_handled = 0;
-  uint64_t rp_cnp_ignored = 0;
+  // hw_counters/ congestion group (64-bit, per physical function); the cc_* ones are
+  // optional counters, off unless enabled with `rdma statistic set`.
+  Value np_ecn_marked_roce_packets;
+  Value np_cnp_sent;
+  Value rp_cnp_handled;
+  Value rp_cnp_ignored;
+  Value cc_rx_ce_pkts;
+  Value cc_rx_cnp_pkts;
+  Value cc_tx_cnp_pkts;
 
   // hw_counters/ out-of-sequence and retransmission groups: mlx5 Q-counters, 32-bit,
   // they wrap.
-  uint64_t out_of_sequence = 0;
-  uint64_t packet_seq_err = 0;
-  uint64_t local_ack_timeout_err = 0;
-  uint64_t rnr_nak_retry_err = 0;
-  uint64_t implied_nak_seq_err = 0;
-  uint64_t duplicate_request = 0;
-  uint64_t out_of_buffer = 0;
+  Value out_of_sequence;
+  Value packet_seq_err;
+  Value local_ack_timeout_err;
+  Value rnr_nak_retry_err;
+  Value implied_nak_seq_err;
+  Value duplicate_request;
+  Value out_of_buffer;
+
+  // hw_counters/ optional RDMA traffic counters (64-bit).
+  Value rdma_tx_packets;
+  Value rdma_tx_bytes;
+  Value rdma_rx_packets;
+  Value rdma_rx_bytes;
 
   // One entry per priority with PFC enabled, in ascending priority order.
   std::vector<RawPfcCounters> pfc;
@@ -83,9 +97,13 @@ struct RawNicReading {
   // Non-empty when this NIC could not be read (e.g. "hw_counters: Permission denied");
   // `counters` is then meaningless. The other NICs of the node are still read.
   std::string error;
-  // Partial problems that did not stop the reading, e.g. "mlx5_1: no congestion counters
-  // in hw_counters/" or a failed ethtool read (the PFC counters are then absent).
+  // Partial problems that did not stop the reading, e.g. a failed ethtool read (the
+  // PFC counters are then absent).
   std::vector<std::string> warnings;
+  // The counters this port is expected to have and this reading lacks, by file name,
+  // each with why when it is not simply absent: "port_xmit_wait",
+  // "symbol_error: Permission denied", "port_rcv_data: N/A (no PMA)". Sorted.
+  std::vector<std::string> missing_counters;
   RawNicCounters counters;
 };
 

@@ -391,7 +391,18 @@ absl::StatusOr<std::vector<RawNicReading>> SimBackend::ReadCounters() {
     c.port_rcv_bytes = whole(kRxBytes) / 4 * 4;
     c.port_xmit_packets = whole(kTxPackets);
     c.port_rcv_packets = whole(kRxPackets);
+    // A simulated ConnectX reports every counter a real one has; what is not modelled
+    // stays 0.
+    c.unicast_xmit_packets = c.port_xmit_packets;
+    c.unicast_rcv_packets = c.port_rcv_packets;
+    c.multicast_xmit_packets = 0;
+    c.multicast_rcv_packets = 0;
+    c.port_xmit_discards = 0;
+    c.port_rcv_errors = 0;
     c.link_downed = link_down ? 1 : 0;
+    c.symbol_error = 0;
+    c.link_error_recovery = 0;
+    c.port_xmit_wait = 0;
     c.np_ecn_marked_roce_packets = whole(kEcnMarked);
     c.np_cnp_sent = whole(kCnpSent);
     c.rp_cnp_handled = whole(kCnpHandled);
@@ -401,6 +412,8 @@ absl::StatusOr<std::vector<RawNicReading>> SimBackend::ReadCounters() {
     c.local_ack_timeout_err = q_counter(kLocalAckTimeoutErr);
     c.implied_nak_seq_err = q_counter(kImpliedNakSeqErr);
     c.duplicate_request = q_counter(kDuplicateRequest);
+    c.rnr_nak_retry_err = 0;
+    c.out_of_buffer = 0;
     // Only priorities with PFC on have counters; pauses happen on the RoCE priority.
     for (uint32_t priority = 0; priority < 8; ++priority) {
       if (!(tunables_[i]->pfc_mask() & (1u << priority))) continue;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/pfc_share.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace weft {
@@ -24,13 +25,6 @@ double SampleTxGbps(const weft::v1::NicSample& s) {
 }
 double SampleRxGbps(const weft::v1::NicSample& s) {
   return s.port_counters().rcv_bytes().per_second() * 8 / 1e9;
-}
-double SamplePfcPauseUsPerS(const weft::v1::NicSample& s) {
-  double sum = 0;
-  for (const auto& p : s.pfc()) {
-    sum += p.rx_pause_duration_us().per_second() + p.tx_pause_duration_us().per_second();
-  }
-  return sum;
 }
 
 std::string PortStateName(uint32_t state) {
@@ -105,12 +99,13 @@ std::vector<std::string> CountAndRateCells(const weft::v1::NodeCounts& n,
           absl::StrCat(n.degraded()),   absl::StrCat(n.down()),
           absl::StrCat(n.drained()),    Fixed(r.tx_gbps(), 1),
           Fixed(r.rx_gbps(), 1),        Rate(r.ecn_marked_per_s()),
-          Rate(r.cnp_sent_per_s()),     Rate(r.pfc_pause_us_per_s())};
+          Rate(r.cnp_sent_per_s()),     FormatShare(r.pfc_rx_pause_share()),
+          FormatShare(r.pfc_tx_pause_share())};
 }
 
 const std::vector<std::string> kCountAndRateHeader = {
     "NODES",   "HEALTHY", "DEGRADED",  "DOWN",  "DRAINED",
-    "TX_GBPS", "RX_GBPS", "ECN_PKT/S", "CNP/S", "PFC_PAUSE_US/S"};
+    "TX_GBPS", "RX_GBPS", "ECN_PKT/S", "CNP/S", "PFC_RX_PAUSED", "PFC_TX_PAUSED"};
 
 std::string NoteCell(const NodeStatus& node) {
   std::vector<std::string> parts;
@@ -142,14 +137,15 @@ std::string FormatNodesTable(const weft::v1::ListNodesResponse& response) {
   });
   std::vector<std::vector<std::string>> rows = {{"NODE", "RACK", "STATE", "NICS", "TX_GBPS",
                                                  "RX_GBPS", "ECN_PKT/S", "CNP/S",
-                                                 "PFC_PAUSE_US/S", "NOTE"}};
+                                                 "PFC_RX_PAUSED", "PFC_TX_PAUSED", "NOTE"}};
   for (const NodeStatus* n : nodes) {
     const auto& r = n->rates();
     const std::string note = NoteCell(*n);
     rows.push_back({n->info().name(), n->info().rack().empty() ? "-" : n->info().rack(),
                     StateCell(*n), absl::StrCat(n->info().nics_size()), Fixed(r.tx_gbps(), 1),
                     Fixed(r.rx_gbps(), 1), Rate(r.ecn_marked_per_s()), Rate(r.cnp_sent_per_s()),
-                    Rate(r.pfc_pause_us_per_s()), note});
+                    FormatShare(r.pfc_rx_pause_share()), FormatShare(r.pfc_tx_pause_share()),
+                    note});
   }
   return FormatTable(rows);
 }
@@ -190,8 +186,8 @@ std::string FormatNodeDetail(const NodeStatus& node) {
   absl::StrAppend(&out, "\nNICs\n");
   std::vector<std::vector<std::string>> nic_rows = {
       {"DEVICE", "PORT", "NETDEV", "PCI", "NUMA", "STATE", "SPEED_GBPS", "MTU", "ROCEV2_GID",
-       "TX_GBPS", "RX_GBPS", "ECN_PKT/S", "CNP_SENT/S", "CNP_HANDLED/S", "PFC_PAUSE_US/S",
-       "ERROR"}};
+       "TX_GBPS", "RX_GBPS", "ECN_PKT/S", "CNP_SENT/S", "CNP_HANDLED/S", "PFC_RX_PAUSED",
+       "PFC_TX_PAUSED", "ERROR"}};
   for (const auto& status : node.nics()) {
     const auto& nic = status.nic();
     const auto& s = status.latest();
@@ -199,6 +195,8 @@ std::string FormatNodeDetail(const NodeStatus& node) {
     auto cell = [&](double v, bool rate) {
       return has_sample ? (rate ? Rate(v) : Fixed(v, 1)) : std::string("-");
     };
+    const PfcPauseShares pause = PauseSharesOf(s);
+    auto share = [&](double v) { return has_sample && pause.has_pfc ? FormatShare(v) : "-"; };
     nic_rows.push_back(
         {nic.device(), absl::StrCat(nic.port()), nic.netdev(), nic.pci_address(),
          absl::StrCat(nic.numa_node()),
@@ -208,7 +206,7 @@ std::string FormatNodeDetail(const NodeStatus& node) {
          cell(s.congestion().np_ecn_marked_roce_packets().per_second(), true),
          cell(s.congestion().np_cnp_sent().per_second(), true),
          cell(s.congestion().rp_cnp_handled().per_second(), true),
-         cell(SamplePfcPauseUsPerS(s), true), s.error().empty() ? "" : s.error()});
+         share(pause.rx), share(pause.tx), s.error().empty() ? "" : s.error()});
   }
   absl::StrAppend(&out, FormatTable(nic_rows));
   absl::StrAppend(&out, "\nGPUs\n");

@@ -15,8 +15,9 @@ namespace weft {
 // "HEALTHY", "DOWN", ... (the enum name without its NODE_STATE_ prefix).
 std::string NodeStateName(weft::v1::NodeState state);
 
-// One row per node: NODE RACK STATE NICS TX_GBPS RX_GBPS ECN_PKT/S CNP/S PFC_PAUSE_US/S
-// NOTE, sorted by rack then node name. NOTE carries the drain reason of a DRAINED node
+// One row per node: NODE RACK STATE NICS TX_GBPS RX_GBPS ECN_PKT/S CNP/S PFC_RX_PAUSED
+// PFC_TX_PAUSED (share of time, most-paused NIC and priority) NOTE, sorted by rack then
+// node name. NOTE carries the drain reason of a DRAINED node
 // and the firing health rules in brief ("pfc_pause_storm@mlx5_0"); down-but-drained
 // rows say so, and a DEGRADED node with no rule firing any more says it is recovering.
 std::string FormatNodesTable(const weft::v1::ListNodesResponse& nodes);
@@ -35,7 +36,7 @@ std::string FormatNodeDetail(const weft::v1::NodeStatus& node);
 std::string FormatEventsTable(const weft::v1::ListEventsResponse& events);
 
 // Per rack (POD RACK NODES HEALTHY DEGRADED DOWN DRAINED TX_GBPS RX_GBPS ECN_PKT/S
-// CNP/S PFC_PAUSE_US/S), then the same per pod (with its number of racks).
+// CNP/S PFC_RX_PAUSED PFC_TX_PAUSED), then the same per pod (with its number of racks).
 std::string FormatRacksTable(const weft::v1::ListRacksResponse& racks);
 
 

@@ -40,7 +40,8 @@ TEST(NodeFormatTest, TableSortsByRackThenNameAndShowsRates) {
   *n3 = MakeNode("n3", "rack-a", weft::v1::NODE_STATE_HEALTHY);
   n3->mutable_rates()->set_tx_gbps(123.456);
   n3->mutable_rates()->set_ecn_marked_per_s(1500.4);
-  n3->mutable_rates()->set_pfc_pause_us_per_s(2.25);
+  n3->mutable_rates()->set_pfc_rx_pause_share(0.225);
+  n3->mutable_rates()->set_pfc_tx_pause_share(0.9);
 
   const std::string table = FormatNodesTable(response);
   const size_t p3 = table.find("n3"), p1 = table.find("n1"), p2 = table.find("n2");
@@ -49,7 +50,8 @@ TEST(NodeFormatTest, TableSortsByRackThenNameAndShowsRates) {
   EXPECT_LT(p1, p2);
   EXPECT_THAT(table, HasSubstr("123.5"));
   EXPECT_THAT(table, HasSubstr("1500"));
-  EXPECT_THAT(table, HasSubstr("2.2"));
+  EXPECT_THAT(table, HasSubstr("PFC_RX_PAUSED  PFC_TX_PAUSED"));
+  EXPECT_THAT(table, HasSubstr("22.5%          90.0%"));
   EXPECT_THAT(table, HasSubstr("DOWN"));
   // Header and three rows.
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 4);
@@ -190,7 +192,7 @@ TEST(NodeFormatTest, EventsTableOnePerLineWithWhoAndNumbers) {
   fired->set_node("gpu-a01");
   fired->set_kind(weft::v1::EVENT_KIND_RULE_FIRED);
   *fired->mutable_finding() = MakeFinding("pfc_pause_storm", "mlx5_0", 0.97, 0.5);
-  fired->set_message("pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% (threshold 50.0%)");
+  fired->set_message("pfc_pause_storm on mlx5_0/1: rx pause 97.0% (threshold 50.0%)");
   auto* changed = response.add_events();
   changed->set_time_us(t0 + 2'000'000);
   changed->set_node("gpu-a01");
@@ -214,7 +216,7 @@ TEST(NodeFormatTest, EventsTableOnePerLineWithWhoAndNumbers) {
   const std::string table = FormatEventsTable(response);
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 5);
   EXPECT_THAT(table, HasSubstr("2026-11-30T06:00:00.001Z  gpu-a01  fired pfc_pause_storm"));
-  EXPECT_THAT(table, HasSubstr("rx+tx pause 97.0% (threshold 50.0%)"));
+  EXPECT_THAT(table, HasSubstr("rx pause 97.0% (threshold 50.0%)"));
   EXPECT_THAT(table, HasSubstr("HEALTHY -> DEGRADED"));
   EXPECT_THAT(table, HasSubstr("drained by auto"));
   EXPECT_THAT(table, HasSubstr("undrained by operator dev-operator"));
@@ -238,7 +240,10 @@ TEST(NodeFormatTest, RacksTableShowsRacksThenPods) {
   hot->mutable_nodes()->set_drained(1);
   hot->mutable_rates()->set_tx_gbps(1234.56);
   hot->mutable_rates()->set_ecn_marked_per_s(98765);
+  // Every priority of every NIC paused 95% of the time is 95%, not "190%".
   hot->mutable_rates()->set_pfc_pause_us_per_s(1'900'000);
+  hot->mutable_rates()->set_pfc_rx_pause_share(0.95);
+  hot->mutable_rates()->set_pfc_tx_pause_share(0.95);
   auto* unplaced = response.add_racks();
   unplaced->mutable_nodes()->set_total(1);
   auto* pod = response.add_pods();
@@ -251,7 +256,8 @@ TEST(NodeFormatTest, RacksTableShowsRacksThenPods) {
   EXPECT_THAT(table, HasSubstr("Racks\nPOD    RACK    NODES  HEALTHY  DEGRADED  DOWN  DRAINED"));
   EXPECT_THAT(table, HasSubstr("pod-1  rack-a  4      2        1         0     1        1234.6"));
   EXPECT_THAT(table, HasSubstr("98765"));
-  EXPECT_THAT(table, HasSubstr("1900000"));
+  EXPECT_THAT(table, HasSubstr("95.0%          95.0%"));
+  EXPECT_THAT(table, ::testing::Not(HasSubstr("1900000")));
   EXPECT_THAT(table, HasSubstr("\n-      -       1"));  // no pod, no rack
   EXPECT_THAT(table, HasSubstr("Pods\nPOD    RACKS  NODES"));
   EXPECT_THAT(table, HasSubstr("pod-1  1      4      2"));

@@ -134,7 +134,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.mutable_linux()->set_root("/");
   config.set_lldp("auto");
   config.set_tunables_dry_run(false);
-  config.set_drift_check_interval_ms(30000);
+  config.set_drift_check_interval_ms(60000);
   config.set_job_socket("/run/weft/agent.sock");
   // Plaintext to the loopback default controller_address; see ValidateTransport.
   config.mutable_tls()->Clear();

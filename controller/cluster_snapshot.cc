@@ -43,10 +43,10 @@ double NicCongestion(const weft::v1::NicSample& sample, const CongestionScale& s
   const NicReading r = ReadingFromSample(sample, absl::UnixEpoch());
   if (!r.rates_valid || r.has_error) return 0;
   double score = 0;
-  if (r.has_pfc) score = Ratio(r.max_pause_share, scale.pfc_pause_share);
-  if (r.has_congestion && r.has_port_counters && r.rcv_packets_per_s > 0 &&
-      r.rcv_packets_per_s >= scale.ecn_min_rcv_packets_per_s) {
-    score = std::max(score, Ratio(r.ecn_marked_per_s / r.rcv_packets_per_s,
+  if (r.pfc.has_pfc) score = Ratio(r.pfc.worst(), scale.pfc_pause_share);
+  if (r.ecn_marked_per_s && r.rcv_packets_per_s && *r.rcv_packets_per_s > 0 &&
+      *r.rcv_packets_per_s >= scale.ecn_min_rcv_packets_per_s) {
+    score = std::max(score, Ratio(*r.ecn_marked_per_s / *r.rcv_packets_per_s,
                                   scale.ecn_mark_ratio));
   }
   return std::clamp(score, 0.0, 1.0);

@@ -32,8 +32,8 @@
 //   min(1, max(pause_share / scale.pfc_pause_share,
 //              ecn_ratio   / scale.ecn_mark_ratio))
 //
-//   pause_share  (rx + tx pause duration µs/s) / 1e6 of the most-paused PFC priority:
-//                the share of each second that priority was paused (0 without PFC);
+//   pause_share  the share of each second the most-paused PFC priority was paused, in
+//                the more-paused direction, 0..1 (common/pfc_share.h; 0 without PFC);
 //   ecn_ratio    np_ecn_marked_roce_packets/s ÷ port_rcv_packets/s, counted only while
 //                the NIC receives at least scale.ecn_min_rcv_packets_per_s (else 0).
 //

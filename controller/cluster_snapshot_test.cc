@@ -59,8 +59,9 @@ NodeStatus MakeNode(const std::string& name, const std::string& rack, const std:
   return status;
 }
 
-// A sample with valid rates: `pause_share` of each second paused on priority 3 (split
-// rx/tx), `ecn_marked` of `rcv_packets` packets per second ECN-marked.
+// A sample with valid rates: `pause_share` of each second paused by the switch on
+// priority 3 (rx; tx a tenth of it), `ecn_marked` of `rcv_packets` packets per second
+// ECN-marked.
 weft::v1::NicSample Sample(double pause_share, double ecn_marked, double rcv_packets) {
   weft::v1::NicSample sample;
   sample.set_rates_valid(true);
@@ -71,8 +72,8 @@ weft::v1::NicSample Sample(double pause_share, double ecn_marked, double rcv_pac
   quiet->set_priority(0);
   weft::v1::PriorityPfcCounters* pfc = sample.add_pfc();
   pfc->set_priority(3);
-  pfc->mutable_rx_pause_duration_us()->set_per_second(pause_share * 1e6 / 2);
-  pfc->mutable_tx_pause_duration_us()->set_per_second(pause_share * 1e6 / 2);
+  pfc->mutable_rx_pause_duration_us()->set_per_second(pause_share * 1e6);
+  pfc->mutable_tx_pause_duration_us()->set_per_second(pause_share * 1e6 / 10);
   return sample;
 }
 

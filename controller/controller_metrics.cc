@@ -18,7 +18,6 @@ constexpr NodeState kReportedStates[] = {
     weft::v1::NODE_STATE_DOWN, weft::v1::NODE_STATE_DRAINED};
 
 constexpr double kBytesPerGigabit = 1e9 / 8;
-constexpr double kMicrosPerSecond = 1e6;
 
 prometheus::Family<prometheus::Gauge>& RackGauge(prometheus::Registry& registry,
                                                  const std::string& name,
@@ -126,9 +125,11 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
       rack_cnp_handled_(RackGauge(registry, "weft_rack_cnp_handled_per_second",
                                   "CNPs per second the rack's NICs act on "
                                   "(rp_cnp_handled).")),
-      rack_pfc_pause_(RackGauge(registry, "weft_rack_pfc_pause_seconds_per_second",
-                                "PFC pause duration per second, rx + tx over all "
-                                "priorities and NICs of the rack.")),
+      rack_pfc_pause_share_(RackGauge(
+          registry, "weft_rack_pfc_pause_share",
+          "Share of time (0..1) the most-paused PFC priority of the rack's most-paused NIC "
+          "spent paused, per direction: rx = the NIC was paused by its switch, tx = the NIC "
+          "paused its switch.")),
       rack_retransmissions_(RackGauge(registry, "weft_rack_retransmissions_per_second",
                                       "packet_seq_err + local_ack_timeout_err + "
                                       "out_of_sequence per second over the rack's "
@@ -220,7 +221,12 @@ ControllerMetrics::RackSeries ControllerMetrics::AddRackSeries(const std::string
   series.ecn_marked = &rack_ecn_marked_.Add(labels);
   series.cnp_sent = &rack_cnp_sent_.Add(labels);
   series.cnp_handled = &rack_cnp_handled_.Add(labels);
-  series.pfc_pause = &rack_pfc_pause_.Add(labels);
+  for (const char* direction : {"rx", "tx"}) {
+    prometheus::Labels with_direction = labels;
+    with_direction["direction"] = direction;
+    (direction[0] == 'r' ? series.pfc_rx_pause_share : series.pfc_tx_pause_share) =
+        &rack_pfc_pause_share_.Add(with_direction);
+  }
   series.retransmissions = &rack_retransmissions_.Add(labels);
   return series;
 }
@@ -232,7 +238,8 @@ void ControllerMetrics::RemoveRackSeries(const RackSeries& series) {
   rack_ecn_marked_.Remove(series.ecn_marked);
   rack_cnp_sent_.Remove(series.cnp_sent);
   rack_cnp_handled_.Remove(series.cnp_handled);
-  rack_pfc_pause_.Remove(series.pfc_pause);
+  rack_pfc_pause_share_.Remove(series.pfc_rx_pause_share);
+  rack_pfc_pause_share_.Remove(series.pfc_tx_pause_share);
   rack_retransmissions_.Remove(series.retransmissions);
 }
 
@@ -258,7 +265,8 @@ void ControllerMetrics::SetRackStatus(const weft::v1::ListRacksResponse& racks) 
     series.ecn_marked->Set(r.ecn_marked_per_s());
     series.cnp_sent->Set(r.cnp_sent_per_s());
     series.cnp_handled->Set(r.cnp_handled_per_s());
-    series.pfc_pause->Set(r.pfc_pause_us_per_s() / kMicrosPerSecond);
+    series.pfc_rx_pause_share->Set(r.pfc_rx_pause_share());
+    series.pfc_tx_pause_share->Set(r.pfc_tx_pause_share());
     series.retransmissions->Set(r.retransmissions_per_s());
   }
   for (auto it = racks_.begin(); it != racks_.end();) {

@@ -27,7 +27,7 @@
 //   weft_rack_tx_bytes_per_second, weft_rack_rx_bytes_per_second         gauge
 //   weft_rack_ecn_marked_packets_per_second                              gauge
 //   weft_rack_cnp_sent_per_second, weft_rack_cnp_handled_per_second      gauge
-//   weft_rack_pfc_pause_seconds_per_second (rx + tx, all priorities)     gauge
+//   weft_rack_pfc_pause_share{direction="rx|tx"} (0..1, most-paused NIC) gauge
 //   weft_rack_retransmissions_per_second                                 gauge
 //     (packet_seq_err + local_ack_timeout_err + out_of_sequence)
 //
@@ -116,7 +116,7 @@ class ControllerMetrics {
   GaugeFamily& rack_ecn_marked_;
   GaugeFamily& rack_cnp_sent_;
   GaugeFamily& rack_cnp_handled_;
-  GaugeFamily& rack_pfc_pause_;
+  GaugeFamily& rack_pfc_pause_share_;
   GaugeFamily& rack_retransmissions_;
 
   // The series of one rack, so they can be removed when the rack goes.
@@ -127,7 +127,8 @@ class ControllerMetrics {
     prometheus::Gauge* ecn_marked = nullptr;
     prometheus::Gauge* cnp_sent = nullptr;
     prometheus::Gauge* cnp_handled = nullptr;
-    prometheus::Gauge* pfc_pause = nullptr;
+    prometheus::Gauge* pfc_rx_pause_share = nullptr;
+    prometheus::Gauge* pfc_tx_pause_share = nullptr;
     prometheus::Gauge* retransmissions = nullptr;
   };
   RackSeries AddRackSeries(const std::string& pod, const std::string& rack);

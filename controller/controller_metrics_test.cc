@@ -124,6 +124,8 @@ TEST(ControllerMetricsTest, RackGaugesInBaseUnitsAndGoneWithTheRack) {
     rack->mutable_rates()->set_cnp_sent_per_s(678);
     rack->mutable_rates()->set_cnp_handled_per_s(90);
     rack->mutable_rates()->set_pfc_pause_us_per_s(1'500'000);
+    rack->mutable_rates()->set_pfc_rx_pause_share(0.75);
+    rack->mutable_rates()->set_pfc_tx_pause_share(0.125);
     rack->mutable_rates()->set_retransmissions_per_s(7);
   }
   metrics.SetRackStatus(racks);
@@ -133,7 +135,13 @@ TEST(ControllerMetricsTest, RackGaugesInBaseUnitsAndGoneWithTheRack) {
   EXPECT_EQ(MetricValue(registry, "weft_rack_ecn_marked_packets_per_second", r1), 12345.0);
   EXPECT_EQ(MetricValue(registry, "weft_rack_cnp_sent_per_second", r1), 678.0);
   EXPECT_EQ(MetricValue(registry, "weft_rack_cnp_handled_per_second", r1), 90.0);
-  EXPECT_EQ(MetricValue(registry, "weft_rack_pfc_pause_seconds_per_second", r1), 1.5);
+  auto direction = [&r1](const char* d) {
+    std::map<std::string, std::string> labels = r1;
+    labels["direction"] = d;
+    return labels;
+  };
+  EXPECT_EQ(MetricValue(registry, "weft_rack_pfc_pause_share", direction("rx")), 0.75);
+  EXPECT_EQ(MetricValue(registry, "weft_rack_pfc_pause_share", direction("tx")), 0.125);
   EXPECT_EQ(MetricValue(registry, "weft_rack_retransmissions_per_second", r1), 7.0);
   EXPECT_EQ(MetricValue(registry, "weft_rack_nodes",
                         {{"pod", "pod-1"}, {"rack", "r1"}, {"state", "healthy"}}),
@@ -146,6 +154,7 @@ TEST(ControllerMetricsTest, RackGaugesInBaseUnitsAndGoneWithTheRack) {
   racks.mutable_racks(0)->mutable_nodes()->set_healthy(2);
   metrics.SetRackStatus(racks);
   EXPECT_FALSE(MetricValue(registry, "weft_rack_tx_bytes_per_second", r1).has_value());
+  EXPECT_FALSE(MetricValue(registry, "weft_rack_pfc_pause_share", direction("rx")).has_value());
   EXPECT_FALSE(MetricValue(registry, "weft_rack_nodes",
                            {{"pod", "pod-1"}, {"rack", "r1"}, {"state", "healthy"}})
                    .has_value());

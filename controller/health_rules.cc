@@ -9,7 +9,6 @@
 namespace weft::controller {
 namespace {
 
-constexpr double kMicrosPerSecond = 1e6;
 
 // The value a rate rule reads from a reading, or nullopt when the reading cannot say
 // (invalid rates, an error, or the counter group absent).
@@ -18,36 +17,39 @@ using ValueOf = std::optional<double> (*)(const NicReading&, const HealthThresho
 bool RatesUsable(const NicReading& r) { return r.rates_valid && !r.has_error; }
 
 std::optional<double> PauseShare(const NicReading& r, const HealthThresholds&) {
-  if (!RatesUsable(r) || !r.has_pfc) return std::nullopt;
-  return r.max_pause_share;
+  if (!RatesUsable(r) || !r.pfc.has_pfc) return std::nullopt;
+  return r.pfc.worst();
 }
 
 std::optional<double> EcnRatio(const NicReading& r, const HealthThresholds& t) {
-  if (!RatesUsable(r) || !r.has_congestion || !r.has_port_counters) return std::nullopt;
-  if (r.rcv_packets_per_s <= 0 || r.rcv_packets_per_s < t.ecn_min_rcv_packets_per_s) {
+  if (!RatesUsable(r) || !r.ecn_marked_per_s || !r.rcv_packets_per_s) return std::nullopt;
+  if (*r.rcv_packets_per_s <= 0 || *r.rcv_packets_per_s < t.ecn_min_rcv_packets_per_s) {
     return std::nullopt;
   }
-  return r.ecn_marked_per_s / r.rcv_packets_per_s;
+  return *r.ecn_marked_per_s / *r.rcv_packets_per_s;
+}
+
+// The value of a rate rule over one counter: unset while rates are unusable or the NIC
+// lacks the counter.
+std::optional<double> Usable(const NicReading& r, const std::optional<double>& value) {
+  if (!RatesUsable(r)) return std::nullopt;
+  return value;
 }
 
 std::optional<double> CnpIgnored(const NicReading& r, const HealthThresholds&) {
-  if (!RatesUsable(r) || !r.has_congestion) return std::nullopt;
-  return r.cnp_ignored_per_s;
+  return Usable(r, r.cnp_ignored_per_s);
 }
 
 std::optional<double> PacketSeqErr(const NicReading& r, const HealthThresholds&) {
-  if (!RatesUsable(r) || !r.has_retransmission) return std::nullopt;
-  return r.packet_seq_err_per_s;
+  return Usable(r, r.packet_seq_err_per_s);
 }
 
 std::optional<double> LocalAckTimeout(const NicReading& r, const HealthThresholds&) {
-  if (!RatesUsable(r) || !r.has_retransmission) return std::nullopt;
-  return r.local_ack_timeout_err_per_s;
+  return Usable(r, r.local_ack_timeout_err_per_s);
 }
 
 std::optional<double> OutOfSequence(const NicReading& r, const HealthThresholds&) {
-  if (!RatesUsable(r) || !r.has_retransmission) return std::nullopt;
-  return r.out_of_sequence_per_s;
+  return Usable(r, r.out_of_sequence_per_s);
 }
 
 // The run of readings, newest first, for which `holds` is true: its length and the
@@ -102,13 +104,13 @@ std::string RateDetail(HealthRule rule, const NicReading& newest, double value,
                        double threshold) {
   switch (rule) {
     case HealthRule::kPfcPauseStorm:
-      return absl::StrCat("rx+tx pause ", Percent(value), " of the time on priority ",
-                          newest.max_pause_priority, " (threshold ", Percent(threshold),
-                          ")");
+      return absl::StrCat(newest.pfc.worst_direction(), " pause ", Percent(value),
+                          " of the time on priority ", newest.pfc.worst_priority(),
+                          " (threshold ", Percent(threshold), ")");
     case HealthRule::kEcnMarkRatio:
       return absl::StrCat(Percent(value), " of received packets ECN-marked (",
-                          PerSecond(newest.ecn_marked_per_s), " of ",
-                          PerSecond(newest.rcv_packets_per_s), "; threshold ",
+                          PerSecond(newest.ecn_marked_per_s.value_or(0)), " of ",
+                          PerSecond(newest.rcv_packets_per_s.value_or(0)), "; threshold ",
                           Percent(threshold), ")");
     case HealthRule::kCnpIgnored:
       return absl::StrCat("rp_cnp_ignored ", PerSecond(value), " (threshold ",
@@ -177,26 +179,21 @@ NicReading ReadingFromSample(const weft::v1::NicSample& sample, absl::Time recei
   r.error = sample.error();
   r.rates = RatesFromSample(sample);
   r.port_state = sample.port_state();
-  r.has_port_counters = sample.has_port_counters();
-  r.link_downed_total = sample.port_counters().link_downed().total();
-  r.rcv_packets_per_s = sample.port_counters().rcv_packets().per_second();
-  r.has_congestion = sample.has_congestion();
-  r.ecn_marked_per_s = sample.congestion().np_ecn_marked_roce_packets().per_second();
-  r.cnp_ignored_per_s = sample.congestion().rp_cnp_ignored().per_second();
-  r.has_retransmission = sample.has_retransmission();
-  r.packet_seq_err_per_s = sample.retransmission().packet_seq_err().per_second();
-  r.local_ack_timeout_err_per_s = sample.retransmission().local_ack_timeout_err().per_second();
-  r.out_of_sequence_per_s = sample.retransmission().out_of_sequence().per_second();
-  for (const weft::v1::PriorityPfcCounters& pfc : sample.pfc()) {
-    const double share =
-        (pfc.rx_pause_duration_us().per_second() + pfc.tx_pause_duration_us().per_second()) /
-        kMicrosPerSecond;
-    if (!r.has_pfc || share > r.max_pause_share) {
-      r.max_pause_share = share;
-      r.max_pause_priority = pfc.priority();
-    }
-    r.has_pfc = true;
+  const weft::v1::PortCounters& port = sample.port_counters();
+  if (port.has_link_downed()) r.link_downed_total = port.link_downed().total();
+  if (port.has_rcv_packets()) r.rcv_packets_per_s = port.rcv_packets().per_second();
+  const weft::v1::CongestionCounters& cc = sample.congestion();
+  if (cc.has_np_ecn_marked_roce_packets()) {
+    r.ecn_marked_per_s = cc.np_ecn_marked_roce_packets().per_second();
   }
+  if (cc.has_rp_cnp_ignored()) r.cnp_ignored_per_s = cc.rp_cnp_ignored().per_second();
+  const weft::v1::RetransmissionCounters& rt = sample.retransmission();
+  if (rt.has_packet_seq_err()) r.packet_seq_err_per_s = rt.packet_seq_err().per_second();
+  if (rt.has_local_ack_timeout_err()) {
+    r.local_ack_timeout_err_per_s = rt.local_ack_timeout_err().per_second();
+  }
+  if (rt.has_out_of_sequence()) r.out_of_sequence_per_s = rt.out_of_sequence().per_second();
+  r.pfc = PauseSharesOf(sample);
   return r;
 }
 
@@ -220,11 +217,11 @@ std::string DescribeFinding(const Finding& finding) {
 uint64_t LinkFlapIncrease(const NicReading& before, const NicReading& after) {
   // A reading with valid rates follows a comparable one: no reset in between.
   if (!after.rates_valid || after.has_error || before.has_error ||
-      !before.has_port_counters || !after.has_port_counters ||
-      after.link_downed_total <= before.link_downed_total) {
+      !before.link_downed_total || !after.link_downed_total ||
+      *after.link_downed_total <= *before.link_downed_total) {
     return 0;
   }
-  return after.link_downed_total - before.link_downed_total;
+  return *after.link_downed_total - *before.link_downed_total;
 }
 
 LinkFlaps CountLinkFlaps(const std::deque<NicReading>& window) {

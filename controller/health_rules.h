@@ -5,8 +5,9 @@
 // findings into node states with hysteresis. No clock, no locks, no I/O.
 //
 // The rules (names are metric label values and appear in weftctl):
-//   pfc_pause_storm    rx + tx pause duration of one PFC priority, as a share of wall
-//                      time, above pfc_pause_share (on any priority)
+//   pfc_pause_storm    pause duration of one PFC priority in one direction (rx: paused
+//                      by the switch; tx: pausing it) as a share of wall time, 0..1,
+//                      above pfc_pause_share (on any priority, either direction)
 //   ecn_mark_ratio     np_ecn_marked_roce_packets/s ÷ port_rcv_packets/s above
 //                      ecn_mark_ratio, while receiving ≥ ecn_min_rcv_packets_per_s
 //   cnp_ignored        rp_cnp_ignored/s above cnp_ignored_per_s (congestion control is
@@ -36,11 +37,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/pfc_share.h"
 #include "controller/nic_rates.h"
 #include "proto/weft/v1/admin.pb.h"
 #include "proto/weft/v1/config.pb.h"
@@ -97,21 +100,18 @@ struct NicReading {
   NicRates rates;            // zero when has_error or !rates_valid
 
   uint32_t port_state = 0;   // weft.v1.PortState number; 0: not reported
-  bool has_port_counters = false;
-  uint64_t link_downed_total = 0;
-  double rcv_packets_per_s = 0;
-  bool has_congestion = false;
-  double ecn_marked_per_s = 0;
-  double cnp_ignored_per_s = 0;
-  bool has_retransmission = false;
-  double packet_seq_err_per_s = 0;
-  double local_ack_timeout_err_per_s = 0;
-  double out_of_sequence_per_s = 0;
-  // The most-paused PFC priority: (rx + tx pause µs/s) / 1e6. has_pfc is false when
-  // the sample reported no priority (PFC off everywhere).
-  bool has_pfc = false;
-  uint32_t max_pause_priority = 0;
-  double max_pause_share = 0;
+  // Each counter is unset when the sample lacks it (the NIC has no such counter), so a
+  // rule that needs it stays silent instead of judging a zero.
+  std::optional<uint64_t> link_downed_total;
+  std::optional<double> rcv_packets_per_s;
+  std::optional<double> ecn_marked_per_s;
+  std::optional<double> cnp_ignored_per_s;
+  std::optional<double> packet_seq_err_per_s;
+  std::optional<double> local_ack_timeout_err_per_s;
+  std::optional<double> out_of_sequence_per_s;
+  // PFC pause share of time per direction, most-paused priority (common/pfc_share.h);
+  // has_pfc is false when the sample reported no priority (PFC off everywhere).
+  PfcPauseShares pfc;
 };
 
 NicReading ReadingFromSample(const weft::v1::NicSample& sample, absl::Time received_at);
@@ -159,7 +159,7 @@ std::vector<Finding> EvaluateNicWindow(absl::string_view device, uint32_t port,
                                        const HealthThresholds& thresholds,
                                        const LinkFlaps& flaps);
 
-// "pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% ..." — how a finding reads in a
+// "pfc_pause_storm on mlx5_0/1: rx pause 97.0% ..." — how a finding reads in a
 // state-change reason or a drain reason.
 std::string DescribeFinding(const Finding& finding);
 

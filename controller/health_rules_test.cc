@@ -99,9 +99,11 @@ TEST(HealthRulesTest, ReadingKeepsTheMostPausedPriority) {
   weft::v1::NicSample s = Quiet();
   Storm(300'000, 250'000, 4)(s);
   const NicReading r = ReadingFromSample(s, kT0);
-  EXPECT_TRUE(r.has_pfc);
-  EXPECT_EQ(r.max_pause_priority, 4u);
-  EXPECT_DOUBLE_EQ(r.max_pause_share, 0.55);
+  EXPECT_TRUE(r.pfc.has_pfc);
+  EXPECT_EQ(r.pfc.rx_priority, 4u);
+  EXPECT_DOUBLE_EQ(r.pfc.rx, 0.3);
+  EXPECT_DOUBLE_EQ(r.pfc.tx, 0.25);
+  EXPECT_DOUBLE_EQ(r.pfc.worst(), 0.3);
   // Rates for the node view come along.
   EXPECT_DOUBLE_EQ(r.rates.tx_gbps, 80.0);
   EXPECT_DOUBLE_EQ(r.rates.pfc_pause_us_per_s, 551'000);
@@ -110,10 +112,10 @@ TEST(HealthRulesTest, ReadingKeepsTheMostPausedPriority) {
 TEST(HealthRulesTest, PfcStormNeedsConsecutiveSamplesAboveTheShare) {
   // One stormy reading is not enough with the default of two in a row.
   std::deque<NicReading> window = Window(5);
-  Append(window, Storm(400'000, 200'000));
+  Append(window, Storm(600'000, 200'000));
   EXPECT_TRUE(Evaluate(window).empty());
 
-  Append(window, Storm(500'000, 470'000));
+  Append(window, Storm(970'000, 470'000));
   std::vector<Finding> findings = Evaluate(window);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
@@ -124,9 +126,9 @@ TEST(HealthRulesTest, PfcStormNeedsConsecutiveSamplesAboveTheShare) {
   EXPECT_DOUBLE_EQ(f.value, 0.97);  // the newest reading
   EXPECT_DOUBLE_EQ(f.threshold, 0.5);
   EXPECT_EQ(f.since, kT0 + absl::Seconds(5));  // the first reading of the run
-  EXPECT_EQ(f.detail, "rx+tx pause 97.0% of the time on priority 3 (threshold 50.0%)");
+  EXPECT_EQ(f.detail, "rx pause 97.0% of the time on priority 3 (threshold 50.0%)");
   EXPECT_EQ(DescribeFinding(f),
-            "pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% of the time on priority 3 "
+            "pfc_pause_storm on mlx5_0/1: rx pause 97.0% of the time on priority 3 "
             "(threshold 50.0%)");
 
   // A quiet reading ends the run at once.
@@ -135,8 +137,23 @@ TEST(HealthRulesTest, PfcStormNeedsConsecutiveSamplesAboveTheShare) {
 }
 
 TEST(HealthRulesTest, PfcStormAtExactlyTheShareDoesNotFire) {
-  EXPECT_TRUE(Evaluate(Window(3, Storm(250'000, 250'000))).empty());
-  EXPECT_EQ(Evaluate(Window(3, Storm(250'000, 250'001))).size(), 1u);
+  EXPECT_TRUE(Evaluate(Window(3, Storm(500'000, 0))).empty());
+  EXPECT_EQ(Evaluate(Window(3, Storm(500'001, 0))).size(), 1u);
+}
+
+TEST(HealthRulesTest, PfcStormJudgesEachDirectionOnItsOwn) {
+  // 40% rx and 40% tx is not "paused 80% of the time": neither direction reaches 50%.
+  EXPECT_TRUE(Evaluate(Window(3, Storm(400'000, 400'000))).empty());
+  // A NIC pausing its switch 80% of the time (a stuck receiver) says tx.
+  std::vector<Finding> findings = Evaluate(Window(3, Storm(10'000, 800'000)));
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_DOUBLE_EQ(findings[0].value, 0.8);
+  EXPECT_EQ(findings[0].detail, "tx pause 80.0% of the time on priority 3 (threshold 50.0%)");
+  // Both paused all the time read 100%, never 200%.
+  findings = Evaluate(Window(3, Storm(1'000'000, 1'000'000)));
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_DOUBLE_EQ(findings[0].value, 1.0);
+  EXPECT_EQ(findings[0].detail, "rx pause 100.0% of the time on priority 3 (threshold 50.0%)");
 }
 
 TEST(HealthRulesTest, InvalidRatesErrorsAndMissingPfcBreakTheRun) {

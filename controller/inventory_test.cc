@@ -561,7 +561,7 @@ TEST_F(InventoryHealthTest, PfcStormDegradesWithinFiveSecondsAndRecoversOnlyAfte
   ASSERT_EQ(changes_.size(), 1u);
   EXPECT_EQ(changes_[0].second.from, weft::v1::NODE_STATE_HEALTHY);
   EXPECT_EQ(changes_[0].second.reason,
-            "pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% of the time on priority 3 "
+            "pfc_pause_storm on mlx5_0/1: rx pause 97.0% of the time on priority 3 "
             "(threshold 50.0%)");
   weft::v1::NodeStatus degraded = Node();
   EXPECT_EQ(degraded.state(), weft::v1::NODE_STATE_DEGRADED);
@@ -671,7 +671,7 @@ TEST_F(InventoryHealthTest, AutoDrainsASickNodeAndUndrainsItAfterACleanWindow) {
   EXPECT_EQ(FirstChangeTo(weft::v1::NODE_STATE_DRAINED), degraded_at + absl::Seconds(5));
   EXPECT_EQ(drained.drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
   EXPECT_EQ(drained.drain_reason(),
-            "auto: pfc_pause_storm on mlx5_0/1: rx+tx pause 97.0% of the time on priority 3 "
+            "auto: pfc_pause_storm on mlx5_0/1: rx pause 97.0% of the time on priority 3 "
             "(threshold 50.0%) (DEGRADED for 5s)");
   EXPECT_EQ(Metric("weft_controller_auto_drains_total"), 1);
   EXPECT_EQ(Metric("weft_controller_drains_total"), 0) << "that counter is the operators'";
@@ -835,6 +835,9 @@ TEST_F(InventoryHealthTest, RackAggregatesAndGaugesFollowTheInventory) {
   EXPECT_EQ(racks.racks(0).nodes().degraded(), 1u);
   EXPECT_DOUBLE_EQ(racks.racks(0).rates().tx_gbps(), 400.0);  // 2 NICs × 25 GB/s
   EXPECT_DOUBLE_EQ(racks.racks(0).rates().pfc_pause_us_per_s(), 980'000);
+  // A share of time is the most-paused NIC's, not the sum over NICs.
+  EXPECT_DOUBLE_EQ(racks.racks(0).rates().pfc_rx_pause_share(), 0.97);
+  EXPECT_DOUBLE_EQ(racks.racks(0).rates().pfc_tx_pause_share(), 0.0);
   EXPECT_EQ(racks.racks(1).nodes().down(), 1u);
   ASSERT_EQ(racks.pods_size(), 1);
   EXPECT_EQ(racks.pods(0).racks(), 2u);
@@ -843,7 +846,9 @@ TEST_F(InventoryHealthTest, RackAggregatesAndGaugesFollowTheInventory) {
 
   const std::map<std::string, std::string> r1 = {{"pod", "p1"}, {"rack", "r1"}};
   EXPECT_DOUBLE_EQ(Metric("weft_rack_tx_bytes_per_second", r1), 50e9);
-  EXPECT_DOUBLE_EQ(Metric("weft_rack_pfc_pause_seconds_per_second", r1), 0.98);
+  EXPECT_DOUBLE_EQ(
+      Metric("weft_rack_pfc_pause_share", {{"pod", "p1"}, {"rack", "r1"}, {"direction", "rx"}}),
+      0.97);
   EXPECT_EQ(Metric("weft_rack_nodes", {{"pod", "p1"}, {"rack", "r1"}, {"state", "degraded"}}),
             1);
   EXPECT_EQ(Metric("weft_rack_nodes", {{"pod", "p1"}, {"rack", "r2"}, {"state", "down"}}), 1);

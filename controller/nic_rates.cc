@@ -1,5 +1,9 @@
 #include "controller/nic_rates.h"
 
+#include <algorithm>
+
+#include "common/pfc_share.h"
+
 namespace weft::controller {
 namespace {
 
@@ -20,6 +24,8 @@ NicRates& NicRates::operator+=(const NicRates& other) {
   cnp_handled_per_s += other.cnp_handled_per_s;
   pfc_pause_us_per_s += other.pfc_pause_us_per_s;
   retransmissions_per_s += other.retransmissions_per_s;
+  pfc_rx_pause_share = std::max(pfc_rx_pause_share, other.pfc_rx_pause_share);
+  pfc_tx_pause_share = std::max(pfc_tx_pause_share, other.pfc_tx_pause_share);
   return *this;
 }
 
@@ -40,6 +46,9 @@ NicRates RatesFromSample(const weft::v1::NicSample& sample) {
     rates.pfc_pause_us_per_s +=
         pfc.rx_pause_duration_us().per_second() + pfc.tx_pause_duration_us().per_second();
   }
+  const PfcPauseShares shares = PauseSharesOf(sample);
+  rates.pfc_rx_pause_share = shares.rx;
+  rates.pfc_tx_pause_share = shares.tx;
   const auto& retrans = sample.retransmission();
   rates.retransmissions_per_s = retrans.packet_seq_err().per_second() +
                                 retrans.local_ack_timeout_err().per_second() +
@@ -56,6 +65,8 @@ weft::v1::NodeRates ToProto(const NicRates& rates) {
   proto.set_cnp_handled_per_s(rates.cnp_handled_per_s);
   proto.set_pfc_pause_us_per_s(rates.pfc_pause_us_per_s);
   proto.set_retransmissions_per_s(rates.retransmissions_per_s);
+  proto.set_pfc_rx_pause_share(rates.pfc_rx_pause_share);
+  proto.set_pfc_tx_pause_share(rates.pfc_tx_pause_share);
   return proto;
 }
 

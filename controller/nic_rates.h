@@ -19,7 +19,12 @@ struct NicRates {
   double cnp_handled_per_s = 0;      // rp_cnp_handled/s
   double pfc_pause_us_per_s = 0;     // Σ priorities (rx + tx pause duration µs)/s
   double retransmissions_per_s = 0;  // packet_seq_err + local_ack_timeout_err + out_of_sequence
+  // PFC pause share of time per direction, 0..1 (common/pfc_share.h): the most-paused
+  // priority. A share does not add up: the sum of NICs or nodes keeps the largest.
+  double pfc_rx_pause_share = 0;
+  double pfc_tx_pause_share = 0;
 
+  // Adds the rates; keeps the larger of each pause share.
   NicRates& operator+=(const NicRates& other);
 };
 

@@ -40,6 +40,8 @@ TEST(RatesFromSampleTest, ConvertsAndSumsTheDocumentedCounters) {
   EXPECT_DOUBLE_EQ(rates.cnp_handled_per_s, 800);
   EXPECT_DOUBLE_EQ(rates.pfc_pause_us_per_s, 2010);
   EXPECT_DOUBLE_EQ(rates.retransmissions_per_s, 12);
+  EXPECT_DOUBLE_EQ(rates.pfc_rx_pause_share, 0.0015);  // priority 3, rx
+  EXPECT_DOUBLE_EQ(rates.pfc_tx_pause_share, 0.0005);
 }
 
 TEST(RatesFromSampleTest, ErroredSampleContributesNothing) {
@@ -68,6 +70,19 @@ TEST(NicRatesTest, SumAndProto) {
   EXPECT_DOUBLE_EQ(proto.cnp_handled_per_s(), 1600);
   EXPECT_DOUBLE_EQ(proto.pfc_pause_us_per_s(), 4020);
   EXPECT_DOUBLE_EQ(proto.retransmissions_per_s(), 24);
+  // Shares of time keep the larger, never add up.
+  EXPECT_DOUBLE_EQ(proto.pfc_rx_pause_share(), 0.0015);
+  EXPECT_DOUBLE_EQ(proto.pfc_tx_pause_share(), 0.0005);
+}
+
+TEST(NicRatesTest, PauseSharesOfManyStormingNicsStayAtMostOne) {
+  weft::v1::NicSample storming = FullSample();
+  storming.mutable_pfc(0)->mutable_rx_pause_duration_us()->set_per_second(1e6);
+  storming.mutable_pfc(0)->mutable_tx_pause_duration_us()->set_per_second(830'000);
+  NicRates node;
+  for (int nic = 0; nic < 8; ++nic) node += RatesFromSample(storming);
+  EXPECT_DOUBLE_EQ(node.pfc_rx_pause_share, 1.0);
+  EXPECT_DOUBLE_EQ(node.pfc_tx_pause_share, 0.83);
 }
 
 }  // namespace

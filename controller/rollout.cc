@@ -53,7 +53,9 @@ struct Kpis {
 
 Kpis KpisOf(const FleetNode& node) {
   Kpis k;
-  k.pfc_pause_share = node.rates.pfc_pause_us_per_s() / 1e6 / std::max(node.nics, 1);
+  // A share of time, 0..1: the node's most-paused NIC and priority, worse direction.
+  k.pfc_pause_share =
+      std::max(node.rates.pfc_rx_pause_share(), node.rates.pfc_tx_pause_share());
   k.ecn_marks_per_s = node.rates.ecn_marked_per_s();
   k.cnps_per_s = node.rates.cnp_handled_per_s();
   k.retransmissions_per_s = node.rates.retransmissions_per_s();

@@ -29,7 +29,7 @@ std::vector<FleetNode> Fleet() {
       n.reporting = true;
       n.nics = 8;
       n.rates.set_tx_gbps(100);
-      n.rates.set_pfc_pause_us_per_s(8 * 1000);  // 0.1% of the time per NIC
+      n.rates.set_pfc_rx_pause_share(0.001);  // most-paused NIC: 0.1% of the time
       n.rates.set_ecn_marked_per_s(100);
       n.rates.set_cnp_handled_per_s(100);
       fleet.push_back(n);
@@ -202,16 +202,16 @@ TEST_F(RolloutTest, SustainedPfcRegressionOnTheCanaryRollsBack) {
   Apply(fleet_, StepNodes(0), 5);
   Advance(absl::Seconds(1));
   ASSERT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
-  // Two NICs of one canary node pause all the time: +25 points on that node, +8.3 over
-  // the canary group, past the 5-point threshold.
-  Find(fleet_, "n-r2-1").rates.set_pfc_pause_us_per_s(2 * 1e6 + 8 * 1000);
+  // A NIC of one canary node is paused a quarter of the time: +24.9 points on that node,
+  // +8.3 over the canary group, past the 5-point threshold.
+  Find(fleet_, "n-r2-1").rates.set_pfc_rx_pause_share(0.25);
   Advance(absl::Seconds(1));
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
   EXPECT_NE(rollout_.regression_since_us(), 0);
   const weft::v1::KpiValue& pfc = rollout_.last_judgement().kpis(0);
   EXPECT_EQ(pfc.name(), "pfc_pause_share");
   EXPECT_TRUE(pfc.regressed());
-  EXPECT_NEAR(pfc.changed(), (0.25 + 0.001 * 3) / 3, 1e-9);
+  EXPECT_NEAR(pfc.changed(), (0.25 + 0.001 * 2) / 3, 1e-9);
   EXPECT_NEAR(pfc.control(), 0.001, 1e-9);
   Advance(absl::Seconds(5));
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
@@ -260,11 +260,11 @@ TEST_F(RolloutTest, PauseStopsEverythingAndResumeRestartsTheBake) {
   ASSERT_TRUE(PauseRollout(rollout_, now_).ok());
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_PAUSED);
   EXPECT_EQ(PauseRollout(rollout_, now_).code(), absl::StatusCode::kFailedPrecondition);
-  Find(fleet_, "n-r1-1").rates.set_pfc_pause_us_per_s(8e6);  // not judged while paused
+  Find(fleet_, "n-r1-1").rates.set_pfc_tx_pause_share(1.0);  // not judged while paused
   RolloutActions a = Advance(absl::Seconds(600));
   EXPECT_FALSE(a.changed);
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_PAUSED);
-  Find(fleet_, "n-r1-1").rates.set_pfc_pause_us_per_s(0);
+  Find(fleet_, "n-r1-1").rates.set_pfc_tx_pause_share(0);
   ASSERT_TRUE(ResumeRollout(rollout_, now_).ok());
   EXPECT_EQ(rollout_.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
   Advance(absl::Seconds(30));
@@ -296,7 +296,7 @@ TEST_F(RolloutTest, NonReportingNodesAreNotJudged) {
   Advance(absl::Seconds(1));
   FleetNode& silent = Find(fleet_, "n-r1-1");
   silent.reporting = false;
-  silent.rates.set_pfc_pause_us_per_s(8e6);
+  silent.rates.set_pfc_tx_pause_share(1.0);
   Advance(absl::Seconds(1));
   EXPECT_EQ(rollout_.last_judgement().changed_nodes(), 2u);
   EXPECT_EQ(rollout_.regression_since_us(), 0);

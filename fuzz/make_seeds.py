@@ -97,8 +97,11 @@ def sysfs_seeds():
         with open(tree) as f:
             for line in f:
                 m = re.match(r"file (\S+) = (.*)$", line.rstrip("\n"))
-                if m and re.search(r"/(state|phys_state|rate|types/\d+|counters/\w+|hw_counters/\w+|numa_node|class)$", m.group(1)):
-                    values.add(m.group(2))
+                if m and re.search(r"/(state|phys_state|rate|link_layer|types/\d+|counters/\w+|counters_ext/\w+|hw_counters/\w+|numa_node|class)$", m.group(1)):
+                    value = m.group(2)
+                    if "\\" in value:  # a value with stray blank lines: the file's bytes
+                        value = value.encode().decode("unicode_escape") + "\n"
+                    values.add(value)
     values |= {"100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)", "1: DOWN", "18446744073709551615",
                "4294967295\n", " 0x030200 ", "-1",
                "1e300 Gb/sec (4X NDR)", "inf Gb/sec"}  # once undefined behaviour

@@ -1,7 +1,8 @@
 // Fuzzes the parsers of sysfs attribute text (agent/linux/sysfs.h) with the same bytes:
 // port state ("4: ACTIVE"), link rate ("100 Gb/sec (4X EDR)"), GID type ("RoCE v2") and
-// counter values (decimal or 0x hex). A driver or a fixture can put anything in these
-// files; the agent must refuse it with INVALID_ARGUMENT, never misread or crash.
+// counter values (decimal or 0x hex), and the trimming and "N/A (no PMA)" test every
+// value goes through first. A driver or a fixture can put anything in these files; the
+// agent must refuse it with INVALID_ARGUMENT, never misread or crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -68,5 +69,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   CheckU64(text);
+
+  // What the backend parses is the trimmed value: trimming is idempotent, leaves no
+  // surrounding whitespace, and never changes what a counter reads as.
+  const absl::string_view trimmed = weft::TrimSysfsValue(text);
+  FUZZ_CHECK(weft::TrimSysfsValue(trimmed) == trimmed) << "'" << text << "'";
+  FUZZ_CHECK(trimmed.empty() || (!absl::ascii_isspace(static_cast<unsigned char>(trimmed.front())) &&
+                                 !absl::ascii_isspace(static_cast<unsigned char>(trimmed.back()))))
+      << "'" << text << "'";
+  const absl::StatusOr<uint64_t> untrimmed_value = weft::ParseU64(text);
+  const absl::StatusOr<uint64_t> trimmed_value = weft::ParseU64(trimmed);
+  FUZZ_CHECK(untrimmed_value.ok() == trimmed_value.ok() &&
+             (!trimmed_value.ok() || *untrimmed_value == *trimmed_value))
+      << "'" << text << "'";
+  // "N/A (no PMA)" is an absent counter, never a number.
+  if (weft::IsNoPma(text)) FUZZ_CHECK(!trimmed_value.ok()) << "'" << text << "'";
   return 0;
 }

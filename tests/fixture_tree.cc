@@ -4,6 +4,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -52,7 +53,14 @@ absl::Status MaterializeFixture(absl::string_view tree_file, absl::string_view r
     } else if (absl::ConsumePrefix(&rest, "file ")) {
       std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(rest, " = ");
       if (auto s = CheckInside(kv.first, line_no); !s.ok()) return s;
-      if (auto s = WriteFixtureFile(root, kv.first, kv.second); !s.ok()) return s;
+      // C escapes (\n, \\) let a value carry the stray blank lines real files have.
+      std::string content;
+      std::string error;
+      if (!absl::CUnescape(kv.second, &content, &error)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(tree_file, ":", line_no, ": bad escape in '", kv.second, "': ", error));
+      }
+      if (auto s = WriteFixtureFile(root, kv.first, content); !s.ok()) return s;
     } else if (absl::ConsumePrefix(&rest, "link ")) {
       std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(rest, " -> ");
       if (auto s = CheckInside(kv.first, line_no); !s.ok()) return s;

@@ -14,8 +14,9 @@
 namespace weft::testing {
 
 // Creates every dir, file and link of the .tree file under `root` (created if
-// missing). INVALID_ARGUMENT names the line of a malformed entry; a path that
-// escapes `root` ("..", absolute) is refused.
+// missing). A file's content may use C escapes ("4: ACTIVE\n\n": the value, then a
+// blank line; the trailing newline is added as always). INVALID_ARGUMENT names the
+// line of a malformed entry; a path that escapes `root` ("..", absolute) is refused.
 absl::Status MaterializeFixture(absl::string_view tree_file, absl::string_view root);
 
 // Overwrites (or creates) one file under `root`, adding the trailing newline sysfs has.

@@ -49,6 +49,19 @@ TEST(FixtureTreeTest, NoCongestionGroupVariantLacksCnpFiles) {
   EXPECT_TRUE(fs::exists(hw1 / "out_of_sequence"));
 }
 
+TEST(FixtureTreeTest, EscapesWriteTheStrayBlankLinesRealFilesHave) {
+  const std::string tree = TempPath("escapes.tree");
+  std::ofstream(tree) << "file a/link_layer = InfiniBand\\n\n"
+                      << "file a/plain = 4: ACTIVE\n"
+                      << "file a/bad = x\\q\n";
+  const std::string root = TempPath("escapes_root");
+  auto status = MaterializeFixture(tree, root);
+  EXPECT_EQ(Read(fs::path(root) / "a/link_layer"), "InfiniBand\n\n");
+  EXPECT_EQ(Read(fs::path(root) / "a/plain"), "4: ACTIVE\n");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("escapes.tree:3: bad escape"));
+}
+
 TEST(FixtureTreeTest, RejectsMalformedAndEscapingEntries) {
   const std::string bad = TempPath("bad.tree");
   std::ofstream(bad) << "file ok = 1\nfrobnicate x\n";

@@ -81,7 +81,7 @@ sleep 2  # two telemetry intervals, so the table shows rates
 cat <<EOT
 
 Weft demo is running: 1 controller, $total agents (4 racks x 8 nodes x 8 NICs).
-$faulty has an injected PFC pause storm on mlx5_0 (see its PFC_PAUSE_US/S).
+$faulty has an injected PFC pause storm on mlx5_0 (see its PFC_RX_PAUSED and PFC_TX_PAUSED).
 
 Look at it:
   $bin/cli/weftctl nodes                          all nodes, state and rates

@@ -6,9 +6,11 @@
 #include <map>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/tunables/linux_tunables.h"
 #include "common/status_macros.h"
@@ -45,41 +47,95 @@ int CommonDepth(absl::string_view a, absl::string_view b) {
   return depth;
 }
 
-// The counter files of ports/<p>/hw_counters/ that make up one group: the group is
-// read when its first file exists, and every file of it must then be readable.
-struct HwCounter {
+// Which directory a counter lives in and when a port is expected to have it (a counter
+// the port is expected to have and lacks is listed in missing_counters).
+enum class CounterGroup {
+  kPort,            // counters/ (or counters_ext/): every port
+  kCongestion,      // hw_counters/, RoCE (Ethernet) ports
+  kRetransmission,  // hw_counters/, every port with a hw_counters/ directory
+  kOptional,        // hw_counters/ optional counters: off unless enabled; never missing
+};
+
+struct CounterSpec {
   const char* file;
-  uint64_t RawNicCounters::*field;
+  RawNicCounters::Value RawNicCounters::*field;
+  CounterGroup group;
+  // mlx4's counters_ext/ file holding the same quantity in 64 bits; it wins over
+  // counters/, which then holds the 32-bit PMA value that saturates.
+  const char* ext_file = nullptr;
+  bool four_octet_words = false;  // port_*_data count 4-octet words
 };
 
-constexpr HwCounter kCongestion[] = {
-    {"np_ecn_marked_roce_packets", &RawNicCounters::np_ecn_marked_roce_packets},
-    {"np_cnp_sent", &RawNicCounters::np_cnp_sent},
-    {"rp_cnp_handled", &RawNicCounters::rp_cnp_handled},
-    {"rp_cnp_ignored", &RawNicCounters::rp_cnp_ignored},
+constexpr CounterSpec kCounters[] = {
+    {"port_xmit_data", &RawNicCounters::port_xmit_bytes, CounterGroup::kPort,
+     "port_xmit_data_64", true},
+    {"port_rcv_data", &RawNicCounters::port_rcv_bytes, CounterGroup::kPort, "port_rcv_data_64",
+     true},
+    {"port_xmit_packets", &RawNicCounters::port_xmit_packets, CounterGroup::kPort,
+     "port_xmit_packets_64"},
+    {"port_rcv_packets", &RawNicCounters::port_rcv_packets, CounterGroup::kPort,
+     "port_rcv_packets_64"},
+    {"unicast_xmit_packets", &RawNicCounters::unicast_xmit_packets, CounterGroup::kPort,
+     "port_unicast_xmit_packets"},
+    {"unicast_rcv_packets", &RawNicCounters::unicast_rcv_packets, CounterGroup::kPort,
+     "port_unicast_rcv_packets"},
+    {"multicast_xmit_packets", &RawNicCounters::multicast_xmit_packets, CounterGroup::kPort,
+     "port_multicast_xmit_packets"},
+    {"multicast_rcv_packets", &RawNicCounters::multicast_rcv_packets, CounterGroup::kPort,
+     "port_multicast_rcv_packets"},
+    {"port_xmit_discards", &RawNicCounters::port_xmit_discards, CounterGroup::kPort},
+    {"port_rcv_errors", &RawNicCounters::port_rcv_errors, CounterGroup::kPort},
+    {"link_downed", &RawNicCounters::link_downed, CounterGroup::kPort},
+    {"symbol_error", &RawNicCounters::symbol_error, CounterGroup::kPort},
+    {"link_error_recovery", &RawNicCounters::link_error_recovery, CounterGroup::kPort},
+    {"port_xmit_wait", &RawNicCounters::port_xmit_wait, CounterGroup::kPort},
+    {"np_ecn_marked_roce_packets", &RawNicCounters::np_ecn_marked_roce_packets,
+     CounterGroup::kCongestion},
+    {"np_cnp_sent", &RawNicCounters::np_cnp_sent, CounterGroup::kCongestion},
+    {"rp_cnp_handled", &RawNicCounters::rp_cnp_handled, CounterGroup::kCongestion},
+    {"rp_cnp_ignored", &RawNicCounters::rp_cnp_ignored, CounterGroup::kCongestion},
+    {"out_of_sequence", &RawNicCounters::out_of_sequence, CounterGroup::kRetransmission},
+    {"packet_seq_err", &RawNicCounters::packet_seq_err, CounterGroup::kRetransmission},
+    {"local_ack_timeout_err", &RawNicCounters::local_ack_timeout_err,
+     CounterGroup::kRetransmission},
+    {"rnr_nak_retry_err", &RawNicCounters::rnr_nak_retry_err, CounterGroup::kRetransmission},
+    {"implied_nak_seq_err", &RawNicCounters::implied_nak_seq_err, CounterGroup::kRetransmission},
+    {"duplicate_request", &RawNicCounters::duplicate_request, CounterGroup::kRetransmission},
+    {"out_of_buffer", &RawNicCounters::out_of_buffer, CounterGroup::kRetransmission},
+    {"cc_rx_ce_pkts", &RawNicCounters::cc_rx_ce_pkts, CounterGroup::kOptional},
+    {"cc_rx_cnp_pkts", &RawNicCounters::cc_rx_cnp_pkts, CounterGroup::kOptional},
+    {"cc_tx_cnp_pkts", &RawNicCounters::cc_tx_cnp_pkts, CounterGroup::kOptional},
+    {"rdma_tx_packets", &RawNicCounters::rdma_tx_packets, CounterGroup::kOptional},
+    {"rdma_tx_bytes", &RawNicCounters::rdma_tx_bytes, CounterGroup::kOptional},
+    {"rdma_rx_packets", &RawNicCounters::rdma_rx_packets, CounterGroup::kOptional},
+    {"rdma_rx_bytes", &RawNicCounters::rdma_rx_bytes, CounterGroup::kOptional},
 };
 
-constexpr HwCounter kRetransmission[] = {
-    {"out_of_sequence", &RawNicCounters::out_of_sequence},
-    {"packet_seq_err", &RawNicCounters::packet_seq_err},
-    {"local_ack_timeout_err", &RawNicCounters::local_ack_timeout_err},
-    {"rnr_nak_retry_err", &RawNicCounters::rnr_nak_retry_err},
-    {"implied_nak_seq_err", &RawNicCounters::implied_nak_seq_err},
-    {"duplicate_request", &RawNicCounters::duplicate_request},
-    {"out_of_buffer", &RawNicCounters::out_of_buffer},
-};
+// How long absent counter files stay unprobed: optional counters can be switched on at
+// run time, and a firmware update can add files.
+constexpr absl::Duration kReprobeAbsentEvery = absl::Seconds(60);
 
-constexpr HwCounter kPort[] = {
-    {"port_xmit_data", &RawNicCounters::port_xmit_bytes},
-    {"port_rcv_data", &RawNicCounters::port_rcv_bytes},
-    {"port_xmit_packets", &RawNicCounters::port_xmit_packets},
-    {"port_rcv_packets", &RawNicCounters::port_rcv_packets},
-    {"port_xmit_discards", &RawNicCounters::port_xmit_discards},
-    {"port_rcv_errors", &RawNicCounters::port_rcv_errors},
-    {"link_downed", &RawNicCounters::link_downed},
-    {"symbol_error", &RawNicCounters::symbol_error},
-    {"link_error_recovery", &RawNicCounters::link_error_recovery},
-};
+// The root-relative paths where `spec` may live, best first.
+std::vector<std::string> CounterPaths(const std::string& port_dir, const CounterSpec& spec) {
+  if (spec.group == CounterGroup::kPort) {
+    std::vector<std::string> paths;
+    if (spec.ext_file != nullptr) paths.push_back(absl::StrCat(port_dir, "/counters_ext/", spec.ext_file));
+    paths.push_back(absl::StrCat(port_dir, "/counters/", spec.file));
+    return paths;
+  }
+  // A switchdev representor's hardware counters carry a vport_ prefix.
+  return {absl::StrCat(port_dir, "/hw_counters/", spec.file),
+          absl::StrCat(port_dir, "/hw_counters/vport_", spec.file)};
+}
+
+// Why a file could not be used, without its path: "Permission denied".
+std::string Reason(const absl::Status& status) {
+  absl::string_view message = status.message();
+  const size_t colon = message.rfind(": ");
+  return std::string(colon == absl::string_view::npos ? message : message.substr(colon + 2));
+}
+
+bool IsRoce(const std::string& link_layer) { return link_layer.empty() || link_layer == "Ethernet"; }
 
 // The per-priority PFC counters among ethtool's: rx/tx_prio{p}_pause and
 // rx/tx_prio{p}_pause_duration. A priority is reported when its pause counters exist,
@@ -152,9 +208,17 @@ absl::StatusOr<weft::v1::Nic> LinuxNicBackend::DiscoverPort(const std::string& d
   weft::v1::Nic nic;
   nic.set_device(device);
   nic.set_port(port);
-  ASSIGN_OR_RETURN(std::string state_text, sysfs_.ReadString(port_dir + "/state"));
-  ASSIGN_OR_RETURN(weft::v1::PortState state, ParsePortState(state_text));
-  nic.set_state(state);
+  // A port whose state cannot be read is still reported (state UNSPECIFIED): its
+  // counters may be fine.
+  absl::StatusOr<std::string> state_text = sysfs_.ReadString(port_dir + "/state");
+  if (!state_text.ok() && !sysfs_.Exists(port_dir)) return state_text.status();
+  absl::StatusOr<weft::v1::PortState> state =
+      state_text.ok() ? ParsePortState(*state_text) : state_text.status();
+  if (state.ok()) {
+    nic.set_state(*state);
+  } else {
+    nic.add_discovery_warnings(absl::StrCat("port state: ", state.status().message()));
+  }
   if (auto layer = sysfs_.ReadString(port_dir + "/link_layer"); layer.ok()) {
     nic.set_link_layer(*layer);
   }
@@ -216,7 +280,10 @@ std::vector<weft::v1::Gpu> LinuxNicBackend::DiscoverGpus(
   // Resolved PCI paths of the NICs, for tree distance.
   std::vector<std::string> nic_paths;
   for (const auto& nic : nics) {
-    auto path = sysfs_.Resolve(absl::StrCat(kPciDevices, "/", nic.pci_address()));
+    // A device without a PCI link (no `device` symlink) is nowhere in the PCI tree.
+    auto path = nic.pci_address().empty()
+                    ? absl::StatusOr<std::string>(absl::NotFoundError("no PCI address"))
+                    : sysfs_.Resolve(absl::StrCat(kPciDevices, "/", nic.pci_address()));
     nic_paths.push_back(path.ok() ? *path : "");
   }
   for (const auto& address : *devices) {
@@ -271,7 +338,7 @@ absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
       if (!absl::SimpleAtoi(port_name, &port)) continue;
       auto nic = DiscoverPort(device, port);
       if (!nic.ok() || !Selected(device, nic->netdev())) continue;
-      ports.push_back(Port{device, port, nic->netdev(), nullptr});
+      ports.push_back(Port{device, port, nic->netdev(), nic->link_layer(), nullptr});
       inventory.nics.push_back(*std::move(nic));
     }
   }
@@ -286,8 +353,19 @@ absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
   inventory.gpus = DiscoverGpus(inventory.nics);
   ports_ = std::move(ports);
   tunables_.clear();
+  std::vector<std::string> not_roce;
   for (const weft::v1::Nic& nic : inventory.nics) {
+    if (!IsRoce(nic.link_layer())) {
+      not_roce.push_back(absl::StrCat(nic.device(), " port ", nic.port(), " (", nic.link_layer(), ")"));
+      continue;
+    }
     tunables_.push_back(MakeLinuxNicTunables(options_.root, nic, options_.dcb.get()));
+  }
+  if (!not_roce.empty()) {
+    inventory.notes.push_back(absl::StrCat(
+        absl::StrJoin(not_roce, ", "),
+        ": not RoCE; QoS (trust, PFC, ETS, ToS) and DCQCN tunables are Ethernet settings, so "
+        "they are neither read nor written there; counters, state and rate are reported"));
   }
   discovered_ = true;
   return inventory;
@@ -299,36 +377,40 @@ std::vector<NicTunables*> LinuxNicBackend::Tunables() {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<LinuxNicBackend::PortFiles>> LinuxNicBackend::OpenPortFiles(
-    const Port& port) {
+std::unique_ptr<LinuxNicBackend::PortFiles> LinuxNicBackend::OpenPortFiles(const Port& port) {
   const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
   auto files = std::make_unique<PortFiles>();
-  ASSIGN_OR_RETURN(SysfsFile state, SysfsFile::Open(sysfs_, port_dir + "/state"));
-  files->state.push_back(std::move(state));
-  for (const HwCounter& counter : kPort) {
-    ASSIGN_OR_RETURN(SysfsFile file,
-                     SysfsFile::Open(sysfs_, absl::StrCat(port_dir, "/counters/", counter.file)));
-    files->port.push_back({counter.field, std::move(file)});
+  files->opened_at = clock_->Now();
+  if (absl::StatusOr<SysfsFile> state = SysfsFile::Open(sysfs_, port_dir + "/state"); state.ok()) {
+    files->state.push_back(*std::move(state));
+  } else {
+    files->state_error = Reason(state.status());
   }
-  // A hw_counters group exists when its first file does; within a group, single files
-  // are capability-gated and may be absent.
-  auto open_group = [&](const HwCounter* begin, const HwCounter* end,
-                        std::vector<OpenCounter>* out) -> absl::Status {
-    for (const HwCounter* counter = begin; counter != end; ++counter) {
-      absl::StatusOr<SysfsFile> file =
-          SysfsFile::Open(sysfs_, absl::StrCat(port_dir, "/hw_counters/", counter->file));
-      if (file.status().code() == absl::StatusCode::kNotFound) {
-        if (counter == begin) return absl::OkStatus();
-        continue;
+  const bool has_hw_counters = sysfs_.Exists(port_dir + "/hw_counters");
+  if (!has_hw_counters) files->absent.push_back("hw_counters/");
+  for (size_t i = 0; i < std::size(kCounters); ++i) {
+    const CounterSpec& spec = kCounters[i];
+    const bool expected =
+        spec.group == CounterGroup::kPort ||
+        (has_hw_counters && spec.group == CounterGroup::kRetransmission) ||
+        (has_hw_counters && spec.group == CounterGroup::kCongestion && IsRoce(port.link_layer));
+    absl::Status why = absl::NotFoundError("absent");
+    bool opened = false;
+    for (const std::string& path : CounterPaths(port_dir, spec)) {
+      absl::StatusOr<SysfsFile> file = SysfsFile::Open(sysfs_, path);
+      if (file.ok()) {
+        files->counters.push_back({i, *std::move(file)});
+        opened = true;
+        break;
       }
-      if (!file.ok()) return file.status();
-      out->push_back({counter->field, *std::move(file)});
+      if (!absl::IsNotFound(file.status())) why = file.status();
     }
-    return absl::OkStatus();
-  };
-  RETURN_IF_ERROR(open_group(std::begin(kCongestion), std::end(kCongestion), &files->congestion));
-  RETURN_IF_ERROR(
-      open_group(std::begin(kRetransmission), std::end(kRetransmission), &files->retransmission));
+    if (opened) continue;
+    files->any_absent = true;
+    if (!expected) continue;
+    files->absent.push_back(absl::IsNotFound(why) ? std::string(spec.file)
+                                                  : absl::StrCat(spec.file, ": ", Reason(why)));
+  }
   return files;
 }
 
@@ -338,58 +420,68 @@ RawNicReading LinuxNicBackend::ReadPort(Port& port) {
   reading.port = port.port;
   reading.timestamp = clock_->Now();
   const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
-  if (port.files == nullptr) {
-    absl::StatusOr<std::unique_ptr<PortFiles>> files = OpenPortFiles(port);
-    if (!files.ok()) {
-      reading.error = absl::StrCat("device ", port.device, " port ", port.port,
-                                   " cannot be read: ", files.status().message());
-      return reading;
-    }
-    port.files = *std::move(files);
-  }
-  PortFiles& files = *port.files;
-  // Any failed read drops the open files, so the next collection reopens them (a driver
-  // reload gives the port new attribute files).
-  auto fail = [&](const absl::Status& status) {
-    reading.error = std::string(status.message());
+  if (port.files != nullptr && port.files->any_absent &&
+      reading.timestamp - port.files->opened_at >= kReprobeAbsentEvery) {
     port.files.reset();
-    return reading;
-  };
-  absl::StatusOr<std::string> state_text = files.state.front().ReadString();
-  if (!state_text.ok()) {
-    return fail(absl::NotFoundError(absl::StrCat("device ", port.device, " port ", port.port,
-                                                 " cannot be read: ",
-                                                 state_text.status().message())));
   }
-  if (auto state = ParsePortState(*state_text); state.ok()) reading.port_state = *state;
+  if (port.files == nullptr) port.files = OpenPortFiles(port);
+  PortFiles& files = *port.files;
+  // A read(2) that finds the attribute gone drops the open files, so the next
+  // collection reopens them: a driver reload gives the port new attribute files.
+  bool reopen = false;
+  std::vector<std::string> missing = files.absent;
+
+  if (!files.state.empty()) {
+    absl::StatusOr<std::string> state_text = files.state.front().ReadString();
+    if (!state_text.ok()) {
+      reopen = true;
+      reading.warnings.push_back(
+          absl::StrCat(port.device, ": port state: ", Reason(state_text.status())));
+    } else if (auto state = ParsePortState(*state_text); state.ok()) {
+      reading.port_state = *state;
+    } else {
+      reading.warnings.push_back(absl::StrCat(port.device, ": ", state.status().message()));
+    }
+  } else {
+    reading.warnings.push_back(absl::StrCat(port.device, ": port state: ", files.state_error));
+  }
 
   RawNicCounters& c = reading.counters;
-  for (const std::vector<OpenCounter>* group :
-       {&files.port, &files.congestion, &files.retransmission}) {
-    for (const OpenCounter& counter : *group) {
-      absl::StatusOr<uint64_t> value = counter.file.ReadU64();
-      if (!value.ok()) return fail(value.status());
-      c.*counter.field = *value;
+  for (const OpenCounter& counter : files.counters) {
+    const CounterSpec& spec = kCounters[counter.spec];
+    absl::StatusOr<std::string> text = counter.file.ReadString();
+    if (!text.ok()) {
+      // ENODEV/ENOENT: the attribute went away (a driver reload); reopen everything.
+      reopen = reopen || absl::IsNotFound(text.status());
+      if (spec.group != CounterGroup::kOptional) {
+        missing.push_back(absl::StrCat(spec.file, ": ", Reason(text.status())));
+      }
+      continue;
     }
-  }
-  // Data counters count 4-octet words.
-  c.port_xmit_bytes *= 4;
-  c.port_rcv_bytes *= 4;
-  c.has_congestion = !files.congestion.empty();
-  c.has_retransmission = !files.retransmission.empty();
-  if (!c.has_congestion) {
-    reading.warnings.push_back(
-        absl::StrCat(port.device, ": no congestion counters in hw_counters/"));
-  }
-  if (!c.has_retransmission) {
-    reading.warnings.push_back(
-        absl::StrCat(port.device, ": no retransmission counters in hw_counters/"));
+    if (IsNoPma(*text)) {
+      if (spec.group != CounterGroup::kOptional) {
+        missing.push_back(absl::StrCat(spec.file, ": ", kNoPmaText));
+      }
+      continue;
+    }
+    absl::StatusOr<uint64_t> value = ParseU64(*text);
+    if (!value.ok()) {
+      missing.push_back(
+          absl::StrCat(spec.file, ": not a number: '", absl::CHexEscape(text->substr(0, 32)), "'"));
+      continue;
+    }
+    c.*spec.field = spec.four_octet_words ? *value * 4 : *value;
   }
   if (!sysfs_.Exists(port_dir)) {
     // The device went away while we read it: what we read is not one consistent sample.
-    return fail(absl::NotFoundError(
-        absl::StrCat("device ", port.device, " disappeared while being read")));
+    port.files.reset();
+    reading.error = absl::StrCat("device ", port.device, " disappeared while being read");
+    reading.counters = RawNicCounters();
+    return reading;
   }
+  if (reopen) port.files.reset();
+  std::sort(missing.begin(), missing.end());
+  reading.missing_counters = std::move(missing);
 
   if (!port.netdev.empty()) {
     auto stats = ethtool_->ReadStats(port.netdev);

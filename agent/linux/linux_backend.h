@@ -2,13 +2,18 @@
 // sysfs (/sys/class/infiniband: port state, rate, link layer, GID table with RoCE v2
 // entries, netdev, PCI address, NUMA node) and NVIDIA GPUs from PCI sysfs with the
 // closest NIC by PCI tree distance (same PCIe switch first, then same NUMA node). Reads
-// counters from ports/<p>/counters/ and hw_counters/ (port_*_data × 4 to bytes) and the
-// per-priority PFC counters from the netdev's ethtool statistics.
+// counters from ports/<p>/counters/ (mlx4: counters_ext/'s 64-bit files first) and
+// hw_counters/ (a switchdev representor's vport_ names too; port_*_data × 4 to bytes)
+// and the per-priority PFC counters from the netdev's ethtool statistics. Ports of any
+// link layer are reported; InfiniBand and Omni-Path ports get no tunables (one node
+// note says why).
 //
-// Per-device fault isolation: a NIC whose port counters cannot be read (device gone
-// mid-read, unreadable or garbage file) gets a reading with `error`; a missing optional
-// group (congestion, retransmission) or a failed ethtool read only drops that group and
-// adds a warning. The other NICs are always read.
+// A counter is the unit of failure: a missing file, an unreadable one, "N/A (no PMA)" or
+// text that is not a number leaves that counter unset and listed in the reading's
+// missing_counters, and the port still reports its state and every other counter. A
+// reading has `error` only when the device disappeared while being read. A failed
+// ethtool read drops the PFC counters with a warning. Absent files are probed again
+// every minute (optional counters can be switched on at run time).
 //
 // The filesystem root is a constructor argument: "/" in production, a fixture tree
 // (tests/fixtures/) in tests. Thread-compatible (the agent loop is the only caller).
@@ -20,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "agent/linux/ethtool_stats.h"
 #include "agent/linux/sysfs.h"
 #include "agent/linux/verbs_discovery.h"
@@ -67,27 +73,32 @@ class LinuxNicBackend : public NicBackend {
  private:
   // The counter files of one port, kept open between collections (see SysfsFile).
   struct OpenCounter {
-    uint64_t RawNicCounters::*field;
+    size_t spec;  // index into the backend's counter table
     SysfsFile file;
   };
   struct PortFiles {
+    absl::Time opened_at;
     std::vector<SysfsFile> state;  // zero or one
-    std::vector<OpenCounter> port;
-    std::vector<OpenCounter> congestion;  // empty: the NIC lacks the group
-    std::vector<OpenCounter> retransmission;
+    std::string state_error;       // why `state` is empty
+    std::vector<OpenCounter> counters;
+    // Expected counters with no file (or an unopenable one), as missing_counters says
+    // them; `any_absent` also counts optional ones, which are re-probed too.
+    std::vector<std::string> absent;
+    bool any_absent = false;
   };
 
   struct Port {
     std::string device;
     uint32_t port = 1;
     std::string netdev;
+    std::string link_layer;
     std::unique_ptr<PortFiles> files;  // null until opened, and after a failed read
   };
 
   absl::StatusOr<weft::v1::Nic> DiscoverPort(const std::string& device, uint32_t port);
   std::vector<weft::v1::Gpu> DiscoverGpus(const std::vector<weft::v1::Nic>& nics);
   RawNicReading ReadPort(Port& port);
-  absl::StatusOr<std::unique_ptr<PortFiles>> OpenPortFiles(const Port& port);
+  std::unique_ptr<PortFiles> OpenPortFiles(const Port& port);
   bool Selected(const std::string& device, const std::string& netdev) const;
 
   LinuxBackendOptions options_;

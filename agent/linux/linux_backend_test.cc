@@ -112,7 +112,10 @@ TEST_F(LinuxBackendTest, ReadsCountersInBytesAndPfcFromEthtool) {
   EXPECT_EQ(r.port_state, weft::v1::PORT_STATE_ACTIVE);
   EXPECT_EQ(r.counters.port_xmit_bytes, 4000u);  // 4-octet words
   EXPECT_EQ(r.counters.np_ecn_marked_roce_packets, 4242u);
-  EXPECT_TRUE(r.counters.has_congestion);
+  EXPECT_TRUE(r.missing_counters.empty()) << absl::StrJoin(r.missing_counters, ", ");
+  // Optional counters are off in this fixture: unset, and not "missing".
+  EXPECT_FALSE(r.counters.cc_rx_ce_pkts.has_value());
+  EXPECT_FALSE(r.counters.rdma_tx_bytes.has_value());
   ASSERT_EQ(r.counters.pfc.size(), 1u) << "only priority 3 has pause counters";
   EXPECT_EQ(r.counters.pfc[0].priority, 3u);
   EXPECT_EQ(r.counters.pfc[0].rx_pause, 10u);
@@ -131,17 +134,20 @@ TEST_F(LinuxBackendTest, MissingCongestionGroupOnlyAffectsThatNic) {
   auto readings = Backend()->ReadCounters();
   ASSERT_TRUE(readings.ok()) << readings.status();
   ASSERT_EQ(readings->size(), 2u);
-  EXPECT_TRUE((*readings)[0].counters.has_congestion);
-  EXPECT_GT((*readings)[0].counters.np_cnp_sent, 0u);
+  EXPECT_GT((*readings)[0].counters.np_cnp_sent.value_or(0), 0u);
+  EXPECT_TRUE((*readings)[0].missing_counters.empty());
   const RawNicReading& no_cc = (*readings)[1];
   EXPECT_TRUE(no_cc.error.empty()) << no_cc.error;
-  EXPECT_FALSE(no_cc.counters.has_congestion);
-  EXPECT_TRUE(no_cc.counters.has_retransmission);
-  EXPECT_GT(no_cc.counters.port_rcv_bytes, 0u);
-  EXPECT_THAT(absl::StrJoin(no_cc.warnings, ";"), HasSubstr("no congestion counters"));
+  EXPECT_FALSE(no_cc.counters.np_cnp_sent.has_value());
+  EXPECT_FALSE(no_cc.counters.rp_cnp_ignored.has_value());
+  EXPECT_TRUE(no_cc.counters.out_of_sequence.has_value());
+  EXPECT_GT(no_cc.counters.port_rcv_bytes.value_or(0), 0u);
+  EXPECT_THAT(no_cc.missing_counters,
+              ::testing::ElementsAre("np_cnp_sent", "np_ecn_marked_roce_packets",
+                                     "rp_cnp_handled", "rp_cnp_ignored"));
 }
 
-TEST_F(LinuxBackendTest, VanishedDeviceAndGarbageFileAreIsolatedPerNic) {
+TEST_F(LinuxBackendTest, VanishedDeviceIsAnErrorAndAGarbageFileOnlyThatCounter) {
   Materialize("mlx5_8nic_8gpu.tree");
   auto backend = Backend();
   ASSERT_TRUE(backend->Discover().ok());
@@ -154,12 +160,187 @@ TEST_F(LinuxBackendTest, VanishedDeviceAndGarbageFileAreIsolatedPerNic) {
   ASSERT_TRUE(readings.ok()) << readings.status();
   ASSERT_EQ(readings->size(), 8u);
   EXPECT_THAT((*readings)[2].error, HasSubstr("mlx5_2"));
-  EXPECT_THAT((*readings)[4].error, HasSubstr("port_rcv_data"));
-  EXPECT_THAT((*readings)[4].error, HasSubstr("'12x'"));
+  EXPECT_FALSE((*readings)[2].counters.port_xmit_bytes.has_value());
+  const RawNicReading& garbage = (*readings)[4];
+  EXPECT_TRUE(garbage.error.empty()) << garbage.error;
+  EXPECT_FALSE(garbage.counters.port_rcv_bytes.has_value());
+  EXPECT_THAT(garbage.missing_counters, ::testing::ElementsAre("port_rcv_data: not a number: '12x'"));
+  EXPECT_GT(garbage.counters.port_xmit_bytes.value_or(0), 0u);
   for (int i : {0, 1, 3, 5, 6, 7}) {
     EXPECT_TRUE((*readings)[i].error.empty()) << i << ": " << (*readings)[i].error;
-    EXPECT_GT((*readings)[i].counters.port_xmit_bytes, 0u);
+    EXPECT_GT((*readings)[i].counters.port_xmit_bytes.value_or(0), 0u);
   }
+}
+
+TEST_F(LinuxBackendTest, MissingUnreadableAndTextCountersAreAbsentAndTheRestIsRead) {
+  Materialize("mlx5_missing_counters.tree");
+  auto backend = Backend();
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok()) << readings.status();
+  ASSERT_EQ(readings->size(), 2u);
+  const RawNicReading& r = (*readings)[0];
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.port_state, weft::v1::PORT_STATE_ACTIVE);
+  EXPECT_THAT(r.missing_counters,
+              ::testing::ElementsAre("link_error_recovery", "np_cnp_sent: not a number: '-'",
+                                     "packet_seq_err: Is a directory",
+                                     "port_rcv_errors: not a number: 'garbage'", "port_xmit_wait",
+                                     "rp_cnp_ignored", "symbol_error"));
+  for (auto field : {&RawNicCounters::port_xmit_wait, &RawNicCounters::symbol_error,
+                     &RawNicCounters::link_error_recovery, &RawNicCounters::port_rcv_errors,
+                     &RawNicCounters::np_cnp_sent, &RawNicCounters::rp_cnp_ignored,
+                     &RawNicCounters::packet_seq_err}) {
+    EXPECT_FALSE((r.counters.*field).has_value());
+  }
+  // Everything else of the port is there.
+  EXPECT_GT(r.counters.port_xmit_bytes.value_or(0), 0u);
+  EXPECT_TRUE(r.counters.port_xmit_discards.has_value());
+  EXPECT_TRUE(r.counters.np_ecn_marked_roce_packets.has_value());
+  EXPECT_TRUE(r.counters.rp_cnp_handled.has_value());
+  EXPECT_TRUE(r.counters.out_of_sequence.has_value());
+  EXPECT_TRUE(r.counters.local_ack_timeout_err.has_value());
+
+  // mlx5_1, a switchdev representor with the optional counters on, lacks nothing.
+  const RawNicReading& vport = (*readings)[1];
+  EXPECT_TRUE(vport.missing_counters.empty()) << absl::StrJoin(vport.missing_counters, ", ");
+  EXPECT_TRUE(vport.counters.out_of_sequence.has_value());  // from vport_out_of_sequence
+  EXPECT_TRUE(vport.counters.rp_cnp_ignored.has_value());
+  for (auto field : {&RawNicCounters::cc_rx_ce_pkts, &RawNicCounters::cc_rx_cnp_pkts,
+                     &RawNicCounters::cc_tx_cnp_pkts, &RawNicCounters::rdma_tx_packets,
+                     &RawNicCounters::rdma_tx_bytes, &RawNicCounters::rdma_rx_packets,
+                     &RawNicCounters::rdma_rx_bytes}) {
+    EXPECT_TRUE((vport.counters.*field).has_value());
+  }
+
+  // A counter that comes back (the file is fixed) is read at the next probe, a minute on.
+  ASSERT_TRUE(
+      weft::testing::WriteFixtureFile(root_, PortFile(0, "counters/port_xmit_wait"), "77").ok());
+  clock_.Advance(absl::Seconds(30));
+  EXPECT_FALSE((*backend->ReadCounters())[0].counters.port_xmit_wait.has_value());
+  clock_.Advance(absl::Seconds(31));
+  EXPECT_EQ((*backend->ReadCounters())[0].counters.port_xmit_wait, 77u);
+}
+
+TEST_F(LinuxBackendTest, NoPmaDeviceReportsStateAndRateWithEveryCounterAbsent) {
+  Materialize("i40iw_no_pma.tree");
+  auto backend = Backend();
+  auto inventory = backend->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 1u);
+  EXPECT_EQ(inventory->nics[0].device(), "i40iw0");
+  EXPECT_EQ(inventory->nics[0].state(), weft::v1::PORT_STATE_ACTIVE);
+  EXPECT_EQ(inventory->nics[0].speed_mbps(), 10000u);
+  EXPECT_EQ(inventory->nics[0].netdev(), "ens3f0");
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok()) << readings.status();
+  const RawNicReading& r = (*readings)[0];
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.port_state, weft::v1::PORT_STATE_ACTIVE);
+  EXPECT_FALSE(r.counters.port_xmit_bytes.has_value());
+  EXPECT_FALSE(r.counters.link_downed.has_value());
+  // Every port counter is "N/A (no PMA)"; there is no hw_counters/ directory at all.
+  EXPECT_THAT(r.missing_counters, ::testing::Contains("hw_counters/"));
+  EXPECT_THAT(r.missing_counters, ::testing::Contains("port_xmit_data: N/A (no PMA)"));
+  EXPECT_EQ(r.missing_counters.size(), 15u);  // 14 port counters and hw_counters/
+  NicUpdate update = ComputeNicUpdate(nullptr, r);
+  EXPECT_FALSE(update.sample.has_port_counters());
+  EXPECT_EQ(update.sample.missing_counters_size(), 15);
+}
+
+TEST_F(LinuxBackendTest, ValuesWithTrailingBlankLinesAreTrimmed) {
+  Materialize("mlx5_trailing_blank_lines.tree");
+  auto backend = Backend();
+  auto inventory = backend->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 1u);
+  const weft::v1::Nic& nic = inventory->nics[0];
+  EXPECT_EQ(nic.link_layer(), "Ethernet");
+  EXPECT_EQ(nic.state(), weft::v1::PORT_STATE_ACTIVE);
+  EXPECT_EQ(nic.speed_mbps(), 400000u);
+  EXPECT_EQ(nic.netdev(), "ens1f0np0");
+  EXPECT_EQ(nic.mtu(), 4200u);
+  ASSERT_EQ(nic.gids_size(), 4);
+  EXPECT_EQ(nic.gids(3).type(), weft::v1::GID_TYPE_ROCE_V2);
+  EXPECT_EQ(nic.gids(3).gid(), "0000:0000:0000:0000:0000:ffff:0a00:010b");
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok());
+  EXPECT_TRUE((*readings)[0].missing_counters.empty())
+      << absl::StrJoin((*readings)[0].missing_counters, ", ");
+  EXPECT_GT((*readings)[0].counters.port_xmit_bytes.value_or(0), 0u);
+}
+
+TEST_F(LinuxBackendTest, Mlx4Uses64BitCountersExtOverSaturated32BitCounters) {
+  Materialize("mlx4_counters_ext.tree");
+  auto backend = Backend();
+  auto inventory = backend->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 2u);
+  EXPECT_EQ(inventory->nics[1].port(), 2u);
+  EXPECT_EQ(inventory->nics[1].netdev(), "ens4d1");
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok());
+  for (uint32_t port : {1u, 2u}) {
+    SCOPED_TRACE(port);
+    const RawNicCounters& c = (*readings)[port - 1].counters;
+    EXPECT_EQ(c.port_xmit_bytes, (500000000000ULL + port) * 4);  // not 4294967295 × 4
+    EXPECT_EQ(c.port_rcv_bytes, (400000000000ULL + port) * 4);
+    EXPECT_EQ(c.port_xmit_packets, 9000000000ULL + port);
+    EXPECT_EQ(c.unicast_rcv_packets, 8000000000ULL);
+    EXPECT_EQ(c.multicast_xmit_packets, 1000u + port);
+    EXPECT_EQ(c.port_xmit_wait, 4294967295u);
+    EXPECT_EQ(c.link_downed, 0u);
+    // mlx4 has no hw_counters/: the RoCE hardware groups are not there, said once.
+    EXPECT_FALSE(c.out_of_sequence.has_value());
+    EXPECT_THAT((*readings)[port - 1].missing_counters, ::testing::ElementsAre("hw_counters/"));
+  }
+}
+
+TEST_F(LinuxBackendTest, InfiniBandPortIsReportedTruthfullyAndGetsNoTunables) {
+  Materialize("mlx5_ib_and_roce.tree");
+  auto backend = Backend();
+  auto inventory = backend->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 2u);
+  const weft::v1::Nic& ib = inventory->nics[1];
+  EXPECT_EQ(ib.device(), "mlx5_1");
+  EXPECT_EQ(ib.link_layer(), "InfiniBand");  // not "InfiniBand\n"
+  EXPECT_EQ(ib.speed_mbps(), 200000u);
+  EXPECT_EQ(ib.state(), weft::v1::PORT_STATE_ACTIVE);
+  EXPECT_EQ(ib.netdev(), "");
+  ASSERT_EQ(ib.gids_size(), 1);
+  EXPECT_EQ(inventory->nics[0].link_layer(), "Ethernet");
+  // Tunables only for the RoCE port; one note says why.
+  ASSERT_EQ(backend->Tunables().size(), 1u);
+  EXPECT_EQ(backend->Tunables()[0]->device(), "mlx5_0");
+  EXPECT_THAT(inventory->notes,
+              ::testing::Contains(::testing::AllOf(HasSubstr("mlx5_1 port 1 (InfiniBand)"),
+                                                   HasSubstr("neither read nor written"))));
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok());
+  const RawNicReading& r = (*readings)[1];
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_GT(r.counters.port_xmit_bytes.value_or(0), 0u);
+  EXPECT_TRUE(r.counters.out_of_sequence.has_value());
+  // The RoCE congestion counters are not expected on an InfiniBand port.
+  EXPECT_TRUE(r.missing_counters.empty()) << absl::StrJoin(r.missing_counters, ", ");
+}
+
+TEST_F(LinuxBackendTest, DeviceWithoutAPciLinkStillReportsItsPort) {
+  Materialize("mlx5_no_pci_link.tree");
+  auto backend = Backend();
+  auto inventory = backend->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 1u);
+  const weft::v1::Nic& nic = inventory->nics[0];
+  EXPECT_EQ(nic.pci_address(), "");
+  EXPECT_EQ(nic.numa_node(), -1);
+  EXPECT_EQ(nic.netdev(), "ens1f0np0");
+  EXPECT_EQ(nic.mtu(), 4200u);
+  EXPECT_EQ(nic.state(), weft::v1::PORT_STATE_ACTIVE);
+  auto readings = backend->ReadCounters();
+  ASSERT_TRUE(readings.ok());
+  EXPECT_TRUE((*readings)[0].error.empty());
+  EXPECT_GT((*readings)[0].counters.port_rcv_bytes.value_or(0), 0u);
 }
 
 TEST_F(LinuxBackendTest, DeviceThatComesBackAfterADriverReloadIsReadAgain) {

@@ -57,9 +57,7 @@ absl::StatusOr<std::string> Sysfs::ReadString(absl::string_view path) const {
   const int err = errno;
   close(fd);
   if (n < 0) return ErrnoStatus(err, "read", full);
-  absl::string_view text(buf, static_cast<size_t>(n));
-  absl::ConsumeSuffix(&text, "\n");
-  return std::string(text);
+  return std::string(TrimSysfsValue(absl::string_view(buf, static_cast<size_t>(n))));
 }
 
 absl::Status Sysfs::WriteString(absl::string_view path, absl::string_view value) const {
@@ -82,6 +80,12 @@ absl::Status Sysfs::MakeDir(absl::string_view path) const {
   if (mkdir(full.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus(errno, "mkdir", full);
   return absl::OkStatus();
 }
+
+absl::string_view TrimSysfsValue(absl::string_view text) {
+  return absl::StripAsciiWhitespace(text);
+}
+
+bool IsNoPma(absl::string_view text) { return TrimSysfsValue(text) == kNoPmaText; }
 
 absl::StatusOr<uint64_t> ParseU64(absl::string_view text) {
   text = absl::StripAsciiWhitespace(text);
@@ -182,9 +186,7 @@ absl::StatusOr<std::string> SysfsFile::ReadString() const {
   char buf[4096];
   const ssize_t n = pread(fd_, buf, sizeof(buf), 0);
   if (n < 0) return ErrnoStatus(errno, "read", path_);
-  absl::string_view text(buf, static_cast<size_t>(n));
-  absl::ConsumeSuffix(&text, "\n");
-  return std::string(text);
+  return std::string(TrimSysfsValue(absl::string_view(buf, static_cast<size_t>(n))));
 }
 
 absl::StatusOr<uint64_t> SysfsFile::ReadU64() const {

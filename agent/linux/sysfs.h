@@ -23,7 +23,8 @@ class Sysfs {
   // `root` joined with `path` ("sys/class/infiniband"; a leading '/' is allowed).
   std::string Path(absl::string_view path) const;
 
-  // The file's content without the trailing newline. NOT_FOUND when it does not exist
+  // The file's content trimmed of surrounding whitespace and blank lines (as every
+  // value is, before it is parsed or stored). NOT_FOUND when it does not exist
   // (also when a device vanished), PERMISSION_DENIED, or UNAVAILABLE with strerror.
   absl::StatusOr<std::string> ReadString(absl::string_view path) const;
   // A decimal (or 0x-prefixed hex) unsigned integer file. INVALID_ARGUMENT names the
@@ -66,6 +67,7 @@ class SysfsFile {
   SysfsFile& operator=(const SysfsFile&) = delete;
   ~SysfsFile();
 
+  // As Sysfs::ReadString / ReadU64.
   absl::StatusOr<std::string> ReadString() const;
   absl::StatusOr<uint64_t> ReadU64() const;
   const std::string& path() const { return path_; }
@@ -75,6 +77,15 @@ class SysfsFile {
   int fd_ = -1;
   std::string path_;
 };
+
+// What a device without a performance management agent answers for every port counter
+// (kernel drivers/infiniband/core/sysfs.c): the counter is absent, not zero.
+inline constexpr absl::string_view kNoPmaText = "N/A (no PMA)";
+
+// `text` without surrounding whitespace: "InfiniBand\n\n" -> "InfiniBand".
+absl::string_view TrimSysfsValue(absl::string_view text);
+// Whether a counter file read kNoPmaText.
+bool IsNoPma(absl::string_view text);
 
 // "4: ACTIVE" -> PORT_STATE_ACTIVE. INVALID_ARGUMENT on anything else.
 absl::StatusOr<weft::v1::PortState> ParsePortState(absl::string_view text);

@@ -41,6 +41,16 @@ TEST(SysfsParseTest, GidTypesAndIntegers) {
   EXPECT_FALSE(ParseU64("").ok());
 }
 
+TEST(SysfsParseTest, ValuesAreTrimmedAndNoPmaIsRecognised) {
+  EXPECT_EQ(TrimSysfsValue("InfiniBand\n"), "InfiniBand");
+  EXPECT_EQ(TrimSysfsValue("4: ACTIVE\n\n"), "4: ACTIVE");
+  EXPECT_EQ(TrimSysfsValue(" \t\r\n"), "");
+  EXPECT_EQ(TrimSysfsValue("RoCE v2"), "RoCE v2");  // inner spaces stay
+  EXPECT_TRUE(IsNoPma("N/A (no PMA)\n"));
+  EXPECT_FALSE(IsNoPma("N/A"));
+  EXPECT_FALSE(IsNoPma("0"));
+}
+
 class SysfsFixtureTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,6 +70,19 @@ TEST_F(SysfsFixtureTest, ReadsThroughClassSymlinks) {
   auto resolved = sysfs.Resolve("sys/class/infiniband/mlx5_0/device");
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_EQ(*resolved, "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.0");
+}
+
+TEST_F(SysfsFixtureTest, ReadsTrimStrayBlankLinesOfOpenAndClosedFiles) {
+  const std::string path = "sys/class/infiniband/mlx5_1/ports/1/link_layer";
+  ASSERT_TRUE(weft::testing::WriteFixtureFile(root_, path, "Ethernet\n\n").ok());
+  Sysfs sysfs(root_);
+  EXPECT_EQ(*sysfs.ReadString(path), "Ethernet");
+  absl::StatusOr<SysfsFile> file = SysfsFile::Open(sysfs, path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(*file->ReadString(), "Ethernet");
+  const std::string counter = "sys/class/infiniband/mlx5_1/ports/1/counters/link_downed";
+  ASSERT_TRUE(weft::testing::WriteFixtureFile(root_, counter, "  17\n").ok());
+  EXPECT_EQ(*SysfsFile::Open(sysfs, counter)->ReadU64(), 17u);
 }
 
 TEST_F(SysfsFixtureTest, ErrorsNameThePathAndKind) {

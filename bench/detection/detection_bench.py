@@ -194,12 +194,12 @@ def main():
     # up to 2 intervals after the onset (the first, partial interval may fall short),
     # the rule fires `consecutive` samples in, the node turns DEGRADED degrade_after
     # after the run's first sample, at the next sweep. Best case: the storm model pauses
-    # rx+tx ~190% of the time against a 50% threshold, so a sample whose interval is
-    # more than ~26% storm already counts. DOWN: silence must exceed down_after
+    # each direction 91-99% of the time against a 50% threshold (judged per direction),
+    # so a sample whose interval is more than ~51% storm already counts (~55% at worst). DOWN: silence must exceed down_after
     # intervals since the last sample, which came at most one interval before the kill.
     storm_worst = (interval_ms * consecutive + degrade_after_ms + sweep_ms) / 1000
-    storm_best = (0.26 * interval_ms + max(degrade_after_ms, (consecutive - 1) * interval_ms)) / 1000
-    storm_model_worst = (1.27 * interval_ms + max(degrade_after_ms, (consecutive - 1) * interval_ms)
+    storm_best = (0.51 * interval_ms + max(degrade_after_ms, (consecutive - 1) * interval_ms)) / 1000
+    storm_model_worst = (1.55 * interval_ms + max(degrade_after_ms, (consecutive - 1) * interval_ms)
                          + sweep_ms) / 1000
     down_worst = (down_after * interval_ms + sweep_ms) / 1000
     down_best = ((down_after - 1) * interval_ms) / 1000
@@ -225,7 +225,7 @@ One `weft-controller` with the default config (`deploy/examples/controller.yaml`
 {int(degrade_after_ms)}, `down_after_intervals` {int(down_after)}, sweep every {int(sweep_ms)} ms) and
 {args.storms + args.kills} `weft-agent` processes (simulated backend, 8 NICs) on loopback, all at once.
 PFC storm: {args.storms} agents with `--fault pfc_storm --fault_delay_ms {min(delays_ms)}..{max(delays_ms)}` (NIC 0,
-priority 3, rx+tx paused 182–198% of the time), latency from the onset each agent logs
+priority 3, rx and tx each paused 91–99% of the time), latency from the onset each agent logs
 (`onset_unix_us`) to the node's STATE_CHANGED → DEGRADED event. Killed agent: {args.kills} agents
 SIGKILLed, latency from the kill to STATE_CHANGED → DOWN. Event times are the controller's own
 (ListEvents); onsets and kills are staggered across one interval so they hit every phase of

@@ -89,9 +89,11 @@ def fleet():
     d.panel("timeseries", "Fabric throughput",
             [("sum(weft_rack_tx_bytes_per_second) * 8", "tx"),
              ("sum(weft_rack_rx_bytes_per_second) * 8", "rx")], unit="bps")
-    d.panel("timeseries", "PFC pause time (all NICs)",
-            [("sum(weft_rack_pfc_pause_seconds_per_second)", "pause s/s")], unit="s",
-            description="Seconds of PFC pause per second, rx + tx over every priority.")
+    d.panel("timeseries", "PFC pause (most-paused NIC)",
+            [("max by (direction) (weft_rack_pfc_pause_share)", "{{direction}}")],
+            unit="percentunit",
+            description="Share of time the most-paused priority of the fleet's most-paused "
+                        "NIC was paused: rx = paused by its switch, tx = pausing it.")
     d.panel("timeseries", "ECN marks and CNPs",
             [("sum(weft_rack_ecn_marked_packets_per_second)", "ECN-marked pkt/s"),
              ("sum(weft_rack_cnp_sent_per_second)", "CNP sent/s"),
@@ -136,10 +138,11 @@ def racks():
     d.panel("heatmap", "ECN-marked packets per rack",
             [('sum by (rack) (weft_rack_ecn_marked_packets_per_second{pod=~"$pod",rack=~"$rack"})',
               "{{rack}}")], unit="pps", w=24, h=9, **heat)
-    d.panel("heatmap", "PFC pause time per rack",
-            [('sum by (rack) (weft_rack_pfc_pause_seconds_per_second{pod=~"$pod",rack=~"$rack"})',
-              "{{rack}}")], unit="s", w=24, h=9,
-            description="Seconds of PFC pause per second, rx + tx, all NICs of the rack.", **heat)
+    d.panel("heatmap", "PFC pause per rack",
+            [('max by (rack) (weft_rack_pfc_pause_share{pod=~"$pod",rack=~"$rack"})',
+              "{{rack}}")], unit="percentunit", w=24, h=9,
+            description="Share of time the rack's most-paused NIC priority was paused, the "
+                        "worse of rx and tx.", **heat)
     d.panel("heatmap", "PFC pause time per node",
             [(f'max by (node) (rate(weft_nic_pfc_pause_duration_seconds_total'
               f'{{pod=~"$pod",rack=~"$rack"}}[{RATE}]))', "{{node}}")], unit="percentunit",
