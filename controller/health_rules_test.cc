@@ -234,6 +234,25 @@ TEST(HealthRulesTest, CnpIgnoredFiresOnAnySustainedIncreaseByDefault) {
               })).empty());
 }
 
+TEST(HealthRulesTest, ACounterTheNicLacksKeepsItsRuleSilentWhileItsGroupIsThere) {
+  // The congestion group is there (ECN marks) but rp_cnp_ignored is not: cnp_ignored,
+  // whose threshold is 0, must not judge a missing counter as "0 ignored" or fire.
+  ASSERT_TRUE(Quiet().has_congestion());
+  ASSERT_FALSE(Quiet().congestion().has_rp_cnp_ignored());
+  const NicReading r = ReadingFromSample(Quiet(), kT0);
+  EXPECT_FALSE(r.cnp_ignored_per_s.has_value());
+  EXPECT_TRUE(r.ecn_marked_per_s.has_value());
+  // The retransmission group is there but empty: no counter, no rate rule.
+  EXPECT_FALSE(r.packet_seq_err_per_s.has_value());
+  EXPECT_TRUE(Evaluate(Window(5, [](weft::v1::NicSample& s) {
+                s.mutable_retransmission()->mutable_duplicate_request()->set_per_second(1e6);
+              })).empty());
+  // link_downed missing: no flap count from it.
+  EXPECT_TRUE(Evaluate(Window(5, [](weft::v1::NicSample& s) {
+                s.mutable_port_counters()->clear_link_downed();
+              })).empty());
+}
+
 TEST(HealthRulesTest, RetransmissionRulesEachWithItsOwnThreshold) {
   auto retrans = [](double seq, double ack, double oos) {
     return [=](weft::v1::NicSample& s) {
