@@ -1,6 +1,6 @@
 # The two entry points a newcomer needs:
 #   make demo   a local simulated cluster (controller + 32 agents) on the embedded defaults
-#   make test   every test
+#   make test   every test (and the package graph's dotted edges, tools/package_graph.py)
 #   make deb    Debian packages weft-cli, weft-controller, weft-agent in dist/
 # Each installs missing Debian packages first (tools/deps.sh), then builds with Bazel.
 # Also: make asan (every test under ASan+UBSan), make tsan (every test under
@@ -27,6 +27,7 @@ demo: build
 	@tools/demo.sh
 
 test: deps
+	@python3 tools/package_graph.py --check-source
 	@$(BAZEL) test $(TEST_FLAGS) //...
 
 asan: deps
