@@ -88,9 +88,9 @@ absl::Status ControllerServer::Start() {
     rollout_store_ = std::make_unique<store::SqliteRolloutStore>(store_);
   } else if (config_.state_dir().empty()) {
     WEFT_LOG(WARNING) << "no state_dir: rollouts are kept in memory only";
-    rollout_store_ = std::make_unique<MemoryRolloutStore>();
+    rollout_store_ = std::make_unique<store::MemoryRolloutStore>();
   } else {
-    ASSIGN_OR_RETURN(rollout_store_, FileRolloutStore::Open(
+    ASSIGN_OR_RETURN(rollout_store_, store::FileRolloutStore::Open(
                                          absl::StrCat(config_.state_dir(), "/rollouts")));
   }
   rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,

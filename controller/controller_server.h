@@ -50,7 +50,7 @@
 #include "controller/rollout_manager.h"
 #include "controller/rollout_metrics.h"
 #include "controller/rollout_service.h"
-#include "controller/rollout_store.h"
+#include "store/rollout_store.h"
 #include "controller/rendezvous_service.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
@@ -135,7 +135,7 @@ class ControllerServer {
   // store_), the manager and its service are made by Start.
   RolloutMetrics rollout_metrics_{*registry_};
   DesiredStateManager desired_state_{clock_, &rollout_metrics_};
-  std::unique_ptr<RolloutStore> rollout_store_;
+  std::unique_ptr<store::RolloutStore> rollout_store_;
   std::unique_ptr<RolloutManager> rollouts_;
   std::unique_ptr<RolloutServiceImpl> rollout_service_;
   // Where agents relay their jobs' rendezvous (job.proto); its own sweeper thread.

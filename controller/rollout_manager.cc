@@ -55,7 +55,7 @@ weft::v1::DesiredState NewState(const Rollout& rollout, const weft::v1::NodeInfo
 }  // namespace
 
 RolloutManager::RolloutManager(Inventory* inventory, DesiredStateManager* desired,
-                               RolloutStore* store, RolloutMetrics* metrics, const Clock* clock)
+                               store::RolloutStore* store, RolloutMetrics* metrics, const Clock* clock)
     : inventory_(inventory), desired_(desired), store_(store), metrics_(metrics), clock_(clock) {}
 
 Rollout* RolloutManager::ActiveLocked() {
@@ -71,7 +71,7 @@ const Rollout* RolloutManager::NewestCompletedLocked() const {
 }
 
 absl::Status RolloutManager::Recover() {
-  ASSIGN_OR_RETURN(StoredRollouts stored, store_->LoadAll());
+  ASSIGN_OR_RETURN(store::StoredRollouts stored, store_->LoadAll());
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
   std::sort(stored.rollouts.begin(), stored.rollouts.end(),

@@ -36,7 +36,7 @@
 #include "controller/inventory.h"
 #include "controller/rollout.h"
 #include "controller/rollout_metrics.h"
-#include "controller/rollout_store.h"
+#include "store/rollout_store.h"
 #include "proto/weft/v1/rollout.pb.h"
 
 namespace weft::controller {
@@ -44,7 +44,7 @@ namespace weft::controller {
 class RolloutManager {
  public:
   // All pointers must outlive the manager.
-  RolloutManager(Inventory* inventory, DesiredStateManager* desired, RolloutStore* store,
+  RolloutManager(Inventory* inventory, DesiredStateManager* desired, store::RolloutStore* store,
                  RolloutMetrics* metrics, const Clock* clock);
 
   RolloutManager(const RolloutManager&) = delete;
@@ -119,7 +119,7 @@ class RolloutManager {
 
   Inventory* const inventory_;
   DesiredStateManager* const desired_;
-  RolloutStore* const store_;
+  store::RolloutStore* const store_;
   RolloutMetrics* const metrics_;
   const Clock* const clock_;
 

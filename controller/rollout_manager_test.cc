@@ -82,7 +82,7 @@ struct Controller {
   Controller(const Clock* clock, const std::string& dir, Inventory* inventory,
              FakeAgents* agents)
       : rollout_metrics(registry), desired(clock, &rollout_metrics) {
-    store = *FileRolloutStore::Open(dir);
+    store = *store::FileRolloutStore::Open(dir);
     agents->desired = &desired;
     desired.SetSender([agents](const std::string& node, weft::v1::ControllerMessage m) {
       agents->inbox[node] = m.desired_state();
@@ -95,7 +95,7 @@ struct Controller {
   prometheus::Registry registry;
   RolloutMetrics rollout_metrics;
   DesiredStateManager desired;
-  std::unique_ptr<FileRolloutStore> store;
+  std::unique_ptr<store::FileRolloutStore> store;
   std::unique_ptr<RolloutManager> manager;
 };
 

@@ -59,7 +59,7 @@ class RolloutServiceTest : public ::testing::Test {
   RolloutMetrics rollout_metrics_;
   Inventory inventory_;
   DesiredStateManager desired_;
-  MemoryRolloutStore store_;
+  store::MemoryRolloutStore store_;
   RolloutManager manager_;
   RolloutServiceImpl service_;
   std::unique_ptr<grpc::Server> server_;

@@ -22,8 +22,8 @@ absl::Status SqliteRolloutStore::Save(const weft::v1::Rollout& rollout) {
   });
 }
 
-absl::StatusOr<controller::StoredRollouts> SqliteRolloutStore::LoadAll() {
-  controller::StoredRollouts out;
+absl::StatusOr<StoredRollouts> SqliteRolloutStore::LoadAll() {
+  StoredRollouts out;
   RETURN_IF_ERROR(store_->database().Read([&](Transaction& txn) {
     return txn.Query("SELECT id, record FROM rollouts ORDER BY id", {}, [&](const Row& row) {
       weft::v1::Rollout rollout;

@@ -1,4 +1,4 @@
-// SqliteRolloutStore: controller::RolloutStore (controller/rollout_store.h) over the
+// SqliteRolloutStore: the RolloutStore (store/rollout_store.h) over the
 // controller's SQLite store (the `rollouts` table of controller.db, schema version 2),
 // offered as a replacement for FileRolloutStore so that all controller state lives in
 // one database with one durability story. Save commits with synchronous=FULL (a record
@@ -13,18 +13,18 @@
 
 #include <string>
 
-#include "controller/rollout_store.h"
+#include "store/rollout_store.h"
 #include "store/controller_store.h"
 
 namespace weft::store {
 
-class SqliteRolloutStore final : public controller::RolloutStore {
+class SqliteRolloutStore final : public RolloutStore {
  public:
   // `store` must outlive this.
   explicit SqliteRolloutStore(ControllerStore* store) : store_(store) {}
 
   absl::Status Save(const weft::v1::Rollout& rollout) override;
-  absl::StatusOr<controller::StoredRollouts> LoadAll() override;
+  absl::StatusOr<StoredRollouts> LoadAll() override;
   // NOT_FOUND when `path` is not one LoadAll reported.
   absl::Status Quarantine(const std::string& path) override;
 

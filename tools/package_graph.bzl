@@ -40,7 +40,6 @@ TRANSITIONAL = [
     ["datapath", "agent", "datapath:agent_rendezvous_test starts the agent's job service: it moves to the tests/ harness"],
     ["datapath", "controller", "datapath:agent_rendezvous_test starts the controller's rendezvous service: it moves to the tests/ harness"],
     ["security", "controller", "security tests use controller:metrics_test_util: one common/testing/ for metric assertions"],
-    ["store", "controller", "the rollout store interface (controller:rollout_store) moves to store/"],
     ["cli", "controller", "controller:policy and controller:cabling become the policy/ and topology/ libraries"],
 ]
 

@@ -2,16 +2,17 @@
 // restarted controller resumes the active one and remembers the last good policy.
 // RolloutManager saves a record after every step that changed it.
 //
+// The controller keeps them in its SQLite database (store/sqlite_rollout_store.h).
 // FileRolloutStore keeps one binary proto per rollout, <dir>/<id>.pb, replaced
 // atomically (written to <id>.pb.tmp, fsync'ed, renamed over, the directory fsync'ed),
-// so a crash leaves either the old record or the new one, never half of one. (The
-// durable-state work may move this onto the controller's SQLite store; the interface
-// stays.)
+// so a crash leaves either the old record or the new one, never half of one; only a
+// controller built without its database uses it (tests), MemoryRolloutStore one
+// without a state_dir.
 //
 // Thread-safety: implementations are thread-compatible; RolloutManager serializes
 // calls under its mutex.
-#ifndef WEFT_CONTROLLER_ROLLOUT_STORE_H_
-#define WEFT_CONTROLLER_ROLLOUT_STORE_H_
+#ifndef WEFT_STORE_ROLLOUT_STORE_H_
+#define WEFT_STORE_ROLLOUT_STORE_H_
 
 #include <map>
 #include <memory>
@@ -23,7 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/weft/v1/rollout.pb.h"
 
-namespace weft::controller {
+namespace weft::store {
 
 // What LoadAll found: the readable records (any order) and, for each file that could
 // not be read or parsed, its path and why.
@@ -73,6 +74,6 @@ class MemoryRolloutStore final : public RolloutStore {
   std::map<std::string, weft::v1::Rollout> records_;
 };
 
-}  // namespace weft::controller
+}  // namespace weft::store
 
-#endif  // WEFT_CONTROLLER_ROLLOUT_STORE_H_
+#endif  // WEFT_STORE_ROLLOUT_STORE_H_

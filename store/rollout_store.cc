@@ -1,4 +1,4 @@
-#include "controller/rollout_store.h"
+#include "store/rollout_store.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 
-namespace weft::controller {
+namespace weft::store {
 namespace {
 
 constexpr absl::string_view kSuffix = ".pb";
@@ -138,4 +138,4 @@ absl::Status MemoryRolloutStore::Quarantine(const std::string& path) {
   return absl::NotFoundError(absl::StrCat("no record ", path, " in memory"));
 }
 
-}  // namespace weft::controller
+}  // namespace weft::store

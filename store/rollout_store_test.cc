@@ -1,4 +1,4 @@
-#include "controller/rollout_store.h"
+#include "store/rollout_store.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace weft::controller {
+namespace weft::store {
 namespace {
 
 using ::testing::HasSubstr;
@@ -93,4 +93,4 @@ TEST(MemoryRolloutStoreTest, KeepsTheNewestRecordPerId) {
 }
 
 }  // namespace
-}  // namespace weft::controller
+}  // namespace weft::store
