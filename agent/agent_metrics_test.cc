@@ -1,6 +1,6 @@
 #include "agent/agent_metrics.h"
 
-#include "agent/metric_test_util.h"
+#include "common/testing/metrics.h"
 #include "gtest/gtest.h"
 
 namespace weft::agent {

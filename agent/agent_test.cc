@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "agent/controller_client.h"
 #include "agent/health_server.h"
-#include "agent/metric_test_util.h"
+#include "common/testing/metrics.h"
 #include "agent/sim_backend.h"
 #include "common/clock.h"
 #include "grpcpp/create_channel.h"

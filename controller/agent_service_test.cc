@@ -11,7 +11,7 @@
 #include "common/fake_clock.h"
 #include "controller/controller_metrics.h"
 #include "controller/inventory.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"

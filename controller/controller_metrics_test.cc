@@ -1,6 +1,6 @@
 #include "controller/controller_metrics.h"
 
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 

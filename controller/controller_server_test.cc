@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/fake_clock.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/fake_clock.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 

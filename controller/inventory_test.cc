@@ -7,7 +7,7 @@
 #include "common/daemon_config.h"
 #include "common/fake_clock.h"
 #include "controller/controller_metrics.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "store/controller_store.h"

@@ -9,7 +9,7 @@
 #include "common/fake_clock.h"
 #include "controller/controller_metrics.h"
 #include "controller/inventory.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "controller/placement_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,7 +1,7 @@
 // PlacementMetrics: every result series exists from the start, counts, gauges.
 #include "controller/placement_metrics.h"
 
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "gtest/gtest.h"
 
 namespace weft::controller {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "security/credentials.h"
 #include "security/server_auth.h"
 #include "security/test_pki.h"

@@ -14,7 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/fake_clock.h"
 #include "controller/controller_metrics.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"

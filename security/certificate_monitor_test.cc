@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "controller/metrics_test_util.h"
+#include "common/testing/metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "security/test_pki.h"
@@ -19,7 +19,6 @@ namespace weft::security {
 namespace {
 
 namespace fs = std::filesystem;
-using controller::MetricValue;
 
 std::string TestDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");

@@ -39,7 +39,6 @@ TRANSITIONAL = [
     ["agent", "controller", "agent:job_service_test starts the controller's rendezvous service: it moves to the tests/ harness"],
     ["datapath", "agent", "datapath:agent_rendezvous_test starts the agent's job service: it moves to the tests/ harness"],
     ["datapath", "controller", "datapath:agent_rendezvous_test starts the controller's rendezvous service: it moves to the tests/ harness"],
-    ["security", "controller", "security tests use controller:metrics_test_util: one common/testing/ for metric assertions"],
     ["cli", "controller", "controller:policy and controller:cabling become the policy/ and topology/ libraries"],
 ]
 

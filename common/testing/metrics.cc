@@ -1,10 +1,10 @@
-#include "agent/metric_test_util.h"
+#include "common/testing/metrics.h"
 
 #include <vector>
 
 #include "prometheus/metric_family.h"
 
-namespace weft::agent {
+namespace weft {
 
 std::optional<double> MetricValue(const prometheus::Registry& registry, absl::string_view name,
                                   const std::map<std::string, std::string>& labels) {
@@ -31,4 +31,4 @@ std::optional<double> MetricValue(const prometheus::Registry& registry, absl::st
   return std::nullopt;
 }
 
-}  // namespace weft::agent
+}  // namespace weft
