@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/file.h"
 #include "common/text_output.h"
-#include "controller/policy.h"
+#include "policy/policy.h"
 
 namespace weft {
 namespace {
@@ -38,7 +38,7 @@ absl::StatusOr<weft::v1::PolicyRequest> ReadPolicyRequest(const std::string& pat
 }
 
 std::string FormatPolicySummary(const weft::v1::Policy& policy, absl::string_view path) {
-  const weft::v1::NodeQos qos = controller::CompileNodeQos(policy.qos());
+  const weft::v1::NodeQos qos = policy::CompileNodeQos(policy.qos());
   std::string out = absl::StrCat(path, ": valid\n");
   absl::StrAppend(&out, "trust ", weft::v1::TrustMode_Name(qos.trust()), ", PFC on priorities ",
                   Join(qos.pfc_priorities()), ", default RoCE ToS ", qos.default_roce_tos(), "\n");
@@ -51,9 +51,9 @@ std::string FormatPolicySummary(const weft::v1::Policy& policy, absl::string_vie
                     absl::StrCat(qos.priority_to_tc(c.priority())), c.lossless() ? "yes" : "no"});
   }
   absl::StrAppend(&out, FormatTable(rows));
-  std::vector<std::string> profiles = {controller::kDefaultProfileName};
+  std::vector<std::string> profiles = {policy::kDefaultProfileName};
   for (const weft::v1::DcqcnProfile& p : policy.dcqcn().profiles()) {
-    if (p.name() != controller::kDefaultProfileName) profiles.push_back(p.name());
+    if (p.name() != policy::kDefaultProfileName) profiles.push_back(p.name());
   }
   absl::StrAppend(&out, "DCQCN profiles: ", absl::StrJoin(profiles, ", "), "; ",
                   policy.dcqcn().assignments_size(), " assignments\n");
@@ -101,7 +101,7 @@ int RunPolicyCommand(const std::vector<std::string>& args,
   }
   const std::string& path = args[2];
   if (args[1] == "validate") {
-    absl::StatusOr<weft::v1::Policy> policy = controller::LoadPolicyFile(path);
+    absl::StatusOr<weft::v1::Policy> policy = policy::LoadPolicyFile(path);
     if (!policy.ok()) {
       err << "weftctl: policy validate: " << policy.status().message() << "\n";
       return 1;

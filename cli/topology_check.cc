@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "common/text_output.h"
 #include "common/yaml_proto.h"
-#include "controller/cabling.h"
+#include "topology/cabling.h"
 
 namespace weft {
 namespace {
@@ -61,7 +61,7 @@ absl::StatusOr<TopologyCheckResult> RunTopologyCheck(absl::string_view design_pa
                                                      bool json) {
   ASSIGN_OR_RETURN(weft::v1::StaticTopology design, LoadTopologyFile(design_path));
   absl::StatusOr<weft::v1::CablingReport> report =
-      controller::CheckCabling(design, controller::ObservedFromSnapshot(observed));
+      topology::CheckCabling(design, topology::ObservedFromSnapshot(observed));
   if (!report.ok()) {
     return absl::Status(report.status().code(),
                         absl::StrCat(design_path, ": ", report.status().message()));

@@ -9,9 +9,14 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "controller/cabling.h"
+#include "topology/cabling.h"
 
 namespace weft::controller {
+
+using topology::InferRack;
+using topology::LldpSwitchName;
+using topology::ObservedNic;
+using topology::RackInference;
 namespace {
 
 using weft::v1::NodeStatus;

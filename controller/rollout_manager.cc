@@ -11,11 +11,17 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "controller/policy.h"
-#include "controller/policy_diff.h"
+#include "policy/policy.h"
+#include "policy/policy_diff.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace weft::controller {
+
+using policy::CompileDesiredState;
+using policy::DiffDesiredStates;
+using policy::FirmwareDefaultState;
+using policy::LoadPolicyFile;
+using policy::ParsePolicy;
 namespace {
 
 using weft::v1::Rollout;

@@ -4,11 +4,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "controller/policy.h"
+#include "policy/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace weft::controller {
+
+using policy::DefaultPolicy;
 namespace {
 
 using ::testing::ElementsAre;

@@ -23,7 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "common/tunable_ranges.h"
 #include "common/yaml_proto.h"
-#include "controller/policy.h"
+#include "policy/policy.h"
 #include "fuzz/fuzz_check.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -95,8 +95,8 @@ void CheckTrafficClasses(const QosPolicy& qos) {
 void CheckCompiled(const Policy& policy, const std::string& profile) {
   weft::v1::DesiredState state;
   state.set_version(1);
-  *state.mutable_qos() = weft::controller::CompileNodeQos(policy.qos());
-  *state.mutable_dcqcn() = weft::controller::CompileDcqcn(policy, profile);
+  *state.mutable_qos() = weft::policy::CompileNodeQos(policy.qos());
+  *state.mutable_dcqcn() = weft::policy::CompileDcqcn(policy, profile);
   const auto errors = weft::ValidateDesiredState(state);
   FUZZ_CHECK(errors.empty()) << "profile " << profile << ": "
                              << weft::FormatParameterError(errors.front());
@@ -114,9 +114,9 @@ void CheckCompiled(const Policy& policy, const std::string& profile) {
 }
 
 void CheckProfiles(const Policy& policy) {
-  std::set<std::string> profiles = {weft::controller::kDefaultProfileName};
+  std::set<std::string> profiles = {weft::policy::kDefaultProfileName};
   for (const weft::v1::DcqcnProfile& p : policy.dcqcn().profiles()) profiles.insert(p.name());
-  CheckCompiled(policy, weft::controller::kDefaultProfileName);
+  CheckCompiled(policy, weft::policy::kDefaultProfileName);
   for (const weft::v1::DcqcnProfile& p : policy.dcqcn().profiles()) {
     CheckCompiled(policy, p.name());
   }
@@ -126,15 +126,15 @@ void CheckProfiles(const Policy& policy) {
     if (!a.nodes().empty()) node.set_name(a.nodes(0));
     if (!a.racks().empty()) node.set_rack(a.racks(0));
     if (!a.pods().empty()) node.set_pod(a.pods(0));
-    const std::string profile = weft::controller::ProfileNameFor(policy, node);
+    const std::string profile = weft::policy::ProfileNameFor(policy, node);
     FUZZ_CHECK(profiles.count(profile) == 1) << profile;
-    weft::v1::DesiredState state = weft::controller::CompileDesiredState(policy, node);
+    weft::v1::DesiredState state = weft::policy::CompileDesiredState(policy, node);
     state.set_version(1);  // the caller's part
     const auto errors = weft::ValidateDesiredState(state);
     FUZZ_CHECK(errors.empty()) << weft::FormatParameterError(errors.front());
   }
   weft::v1::NodeInfo unassigned;
-  FUZZ_CHECK(profiles.count(weft::controller::ProfileNameFor(policy, unassigned)) == 1);
+  FUZZ_CHECK(profiles.count(weft::policy::ProfileNameFor(policy, unassigned)) == 1);
 }
 
 void CheckSurvivesWire(const Policy& policy) {
@@ -165,7 +165,7 @@ void CheckRoundTrip(const Policy& policy) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view yaml(reinterpret_cast<const char*>(data), size);
-  const absl::StatusOr<Policy> policy = weft::controller::ParsePolicy(yaml, kSourceName);
+  const absl::StatusOr<Policy> policy = weft::policy::ParsePolicy(yaml, kSourceName);
   if (!policy.ok()) {
     FUZZ_CHECK(policy.status().code() == absl::StatusCode::kInvalidArgument) << policy.status();
     FUZZ_CHECK(absl::StartsWith(policy.status().message(), kSourceName)) << policy.status();

@@ -18,10 +18,12 @@ LIBRARIES = {
     "security": ["common"],
     "store": ["common"],
     "placement": ["common"],
+    "policy": ["common"],
+    "topology": ["common"],
     "datapath": ["common"],
     "agent": ["security"],
-    "controller": ["placement", "security", "store"],
-    "cli": ["placement", "security"],
+    "controller": ["placement", "policy", "security", "store", "topology"],
+    "cli": ["placement", "policy", "security", "topology"],
 }
 
 # Harnesses may use every library: multi-process tests, benchmarks, fuzzers, build and
@@ -39,7 +41,6 @@ TRANSITIONAL = [
     ["agent", "controller", "agent:job_service_test starts the controller's rendezvous service: it moves to the tests/ harness"],
     ["datapath", "agent", "datapath:agent_rendezvous_test starts the agent's job service: it moves to the tests/ harness"],
     ["datapath", "controller", "datapath:agent_rendezvous_test starts the controller's rendezvous service: it moves to the tests/ harness"],
-    ["cli", "controller", "controller:policy and controller:cabling become the policy/ and topology/ libraries"],
 ]
 
 def components():

@@ -1,4 +1,4 @@
-#include "controller/policy_diff.h"
+#include "policy/policy_diff.h"
 
 #include <algorithm>
 #include <set>
@@ -11,7 +11,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
-namespace weft::controller {
+namespace weft::policy {
 namespace {
 
 using google::protobuf::FieldDescriptor;
@@ -122,4 +122,4 @@ weft::v1::DiffPolicyResponse DiffDesiredStates(
   return response;
 }
 
-}  // namespace weft::controller
+}  // namespace weft::policy

@@ -1,8 +1,8 @@
 // What moving nodes from one desired state to another changes, parameter by parameter,
 // with how many nodes each change touches: `weftctl policy diff`. Pure functions over
 // protos; thread-safe.
-#ifndef WEFT_CONTROLLER_POLICY_DIFF_H_
-#define WEFT_CONTROLLER_POLICY_DIFF_H_
+#ifndef WEFT_POLICY_POLICY_DIFF_H_
+#define WEFT_POLICY_POLICY_DIFF_H_
 
 #include <map>
 #include <optional>
@@ -11,7 +11,7 @@
 #include "proto/weft/v1/desired_state.pb.h"
 #include "proto/weft/v1/rollout.pb.h"
 
-namespace weft::controller {
+namespace weft::policy {
 
 // Every tunable `state` sets, as "qos.<field>" / "dcqcn.<field>" -> its value in text:
 // scalars as numbers, enums by name, lists joined by ',', dscp_to_priority as
@@ -25,6 +25,6 @@ weft::v1::DiffPolicyResponse DiffDesiredStates(
     const std::map<std::string, std::optional<weft::v1::DesiredState>>& current,
     const std::map<std::string, weft::v1::DesiredState>& next);
 
-}  // namespace weft::controller
+}  // namespace weft::policy
 
-#endif  // WEFT_CONTROLLER_POLICY_DIFF_H_
+#endif  // WEFT_POLICY_POLICY_DIFF_H_

@@ -1,9 +1,9 @@
-#include "controller/policy_diff.h"
+#include "policy/policy_diff.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace weft::controller {
+namespace weft::policy {
 namespace {
 
 using ::testing::Pair;
@@ -61,4 +61,4 @@ TEST(PolicyDiffTest, DroppingQosShowsItLeftAsIs) {
 }
 
 }  // namespace
-}  // namespace weft::controller
+}  // namespace weft::policy

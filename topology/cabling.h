@@ -24,8 +24,8 @@
 //   MISSING_LINK  each NIC that should reach a switch but heard nothing, and each rail
 //                 beyond the node's last NIC;
 // and, per observed node, NOT_IN_DESIGN when the design does not list it.
-#ifndef WEFT_CONTROLLER_CABLING_H_
-#define WEFT_CONTROLLER_CABLING_H_
+#ifndef WEFT_TOPOLOGY_CABLING_H_
+#define WEFT_TOPOLOGY_CABLING_H_
 
 #include <optional>
 #include <string>
@@ -35,7 +35,7 @@
 #include "proto/weft/v1/node.pb.h"
 #include "proto/weft/v1/placement.pb.h"
 
-namespace weft::controller {
+namespace weft::topology {
 
 struct ObservedNic {
   std::string device;       // "mlx5_0"
@@ -76,6 +76,6 @@ std::vector<std::string> InferRails(const std::vector<ObservedNode>& nodes);
 absl::StatusOr<weft::v1::CablingReport> CheckCabling(const weft::v1::StaticTopology& design,
                                                      const std::vector<ObservedNode>& observed);
 
-}  // namespace weft::controller
+}  // namespace weft::topology
 
-#endif  // WEFT_CONTROLLER_CABLING_H_
+#endif  // WEFT_TOPOLOGY_CABLING_H_

@@ -1,4 +1,4 @@
-#include "controller/cabling.h"
+#include "topology/cabling.h"
 
 #include <algorithm>
 #include <map>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace weft::controller {
+namespace weft::topology {
 namespace {
 
 using weft::v1::CablingFinding;
@@ -213,4 +213,4 @@ absl::StatusOr<CablingReport> CheckCabling(const weft::v1::StaticTopology& desig
   return report;
 }
 
-}  // namespace weft::controller
+}  // namespace weft::topology

@@ -1,4 +1,4 @@
-#include "controller/cabling.h"
+#include "topology/cabling.h"
 
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
-namespace weft::controller {
+namespace weft::topology {
 namespace {
 
 using ::testing::ElementsAre;
@@ -191,4 +191,4 @@ TEST(ObservedFromSnapshotTest, ReadsLldpFields) {
 }
 
 }  // namespace
-}  // namespace weft::controller
+}  // namespace weft::topology

@@ -19,8 +19,8 @@
 // Example:
 //   ASSIGN_OR_RETURN(weft::v1::Policy policy, LoadPolicyFile("policy.yaml"));
 //   weft::v1::DesiredState state = CompileDesiredState(policy, node_info);
-#ifndef WEFT_CONTROLLER_POLICY_H_
-#define WEFT_CONTROLLER_POLICY_H_
+#ifndef WEFT_POLICY_POLICY_H_
+#define WEFT_POLICY_POLICY_H_
 
 #include <string>
 
@@ -31,7 +31,7 @@
 #include "proto/weft/v1/node.pb.h"
 #include "proto/weft/v1/policy.pb.h"
 
-namespace weft::controller {
+namespace weft::policy {
 
 // The profile every policy has even when its file does not define one: the firmware
 // defaults.
@@ -86,6 +86,6 @@ weft::v1::DesiredState CompileDesiredState(const weft::v1::Policy& policy,
 // left as the node has it.
 weft::v1::DesiredState FirmwareDefaultState(absl::string_view node_name);
 
-}  // namespace weft::controller
+}  // namespace weft::policy
 
-#endif  // WEFT_CONTROLLER_POLICY_H_
+#endif  // WEFT_POLICY_POLICY_H_

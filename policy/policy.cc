@@ -1,4 +1,4 @@
-#include "controller/policy.h"
+#include "policy/policy.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include "common/tunable_ranges.h"
 #include "common/yaml_proto.h"
 
-namespace weft::controller {
+namespace weft::policy {
 namespace {
 
 using weft::v1::DcqcnParams;
@@ -389,4 +389,4 @@ weft::v1::DesiredState FirmwareDefaultState(absl::string_view node_name) {
   return state;
 }
 
-}  // namespace weft::controller
+}  // namespace weft::policy

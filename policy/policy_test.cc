@@ -1,16 +1,16 @@
-#include "controller/policy.h"
+#include "policy/policy.h"
 
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/qos_classes.h"
 #include "common/tunable_ranges.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "placement/nccl_env.h"
 
-namespace weft::controller {
+namespace weft::policy {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
@@ -86,10 +86,10 @@ TEST(PolicyTest, ExampleDefaultProfileIsTheFirmwareDefaults) {
   EXPECT_FALSE(written->params().has_np_cnp_dscp());
 }
 
-TEST(PolicyTest, ExampleClassesAgreeWithThePlacementEnginesTrafficClasses) {
+TEST(PolicyTest, ExampleClassesAgreeWithTheQosClassesJobsAndPlacementUse) {
   absl::StatusOr<weft::v1::Policy> policy = LoadPolicyFile(kExample);
   ASSERT_TRUE(policy.ok()) << policy.status();
-  for (const placement::QosClass& placed : placement::QosClasses()) {
+  for (const QosClass& placed : QosClasses()) {
     const weft::v1::QosClassPolicy* found = nullptr;
     for (const auto& c : policy->qos().classes()) {
       if (c.name() == placed.name) found = &c;
@@ -100,7 +100,7 @@ TEST(PolicyTest, ExampleClassesAgreeWithThePlacementEnginesTrafficClasses) {
     EXPECT_EQ(found->dscp() << 2 | 2, placed.traffic_class) << placed.name;
   }
   EXPECT_EQ(CompileNodeQos(policy->qos()).default_roce_tos(),
-            placement::FindQosClass("training")->traffic_class);
+            FindQosClass("training")->traffic_class);
 }
 
 TEST(PolicyTest, ProfilesByRackPodAndNodeFirstMatchWins) {
@@ -211,4 +211,4 @@ TEST(PolicyTest, FirmwareDefaultStateLeavesQosAlone) {
 }
 
 }  // namespace
-}  // namespace weft::controller
+}  // namespace weft::policy
