@@ -4,13 +4,15 @@
 #include <string>
 #include <vector>
 
-#include "datapath/agent_socket_fixture.h"
+#include "tests/agent_socket_fixture.h"
 #include "datapath/fake_verbs.h"
 #include "datapath/transport_test_util.h"
 #include "gtest/gtest.h"
 
 namespace weft::datapath {
 namespace {
+
+using ::weft::testing::AgentSocketFixture;
 
 // Every rank's fake verbs has the NICs the agent reports (mlx5_0 and mlx5_1), with
 // addresses unique on the shared fabric.

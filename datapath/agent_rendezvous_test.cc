@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "datapath/agent_socket_fixture.h"
+#include "tests/agent_socket_fixture.h"
 #include "datapath/transport_test_util.h"
 #include "gtest/gtest.h"
 
 namespace weft::datapath {
 namespace {
+
+using ::weft::testing::AgentSocketFixture;
 
 // Rank `rank` of a job of `size` on the agent at `socket`.
 std::unique_ptr<AgentRendezvous> RankOn(const std::string& socket, const std::string& job,

@@ -38,9 +38,6 @@ SHARED_HARNESSES = ["tests", "tools", "deploy"]
 # Edges the code still has that the floor plan removes: [from, to, how].
 TRANSITIONAL = [
     ["agent", "datapath", "the verbs layer (verbs, verbs_ibv, fake_verbs, gid_selection, qp_setup) moves to rdma/, under both"],
-    ["agent", "controller", "agent:job_service_test starts the controller's rendezvous service: it moves to the tests/ harness"],
-    ["datapath", "agent", "datapath:agent_rendezvous_test starts the agent's job service: it moves to the tests/ harness"],
-    ["datapath", "controller", "datapath:agent_rendezvous_test starts the controller's rendezvous service: it moves to the tests/ harness"],
 ]
 
 def components():

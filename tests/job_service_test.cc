@@ -16,7 +16,7 @@
 #include "common/clock.h"
 #include "common/daemon_config.h"
 #include "controller/rendezvous_service.h"
-#include "datapath/agent_socket_fixture.h"
+#include "tests/agent_socket_fixture.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -79,7 +79,7 @@ class JobServiceTest : public ::testing::Test {
   controller::RendezvousServiceImpl rendezvous_{&clock_, registry_};
   std::unique_ptr<grpc::Server> controller_;
   int port_ = 0;
-  NodeInventory inventory_ = datapath::AgentSocketFixture::RoceNode(2);
+  NodeInventory inventory_ = weft::testing::AgentSocketFixture::RoceNode(2);
   std::unique_ptr<JobServiceImpl> service_;
   std::unique_ptr<JobServer> jobs_;
   std::unique_ptr<weft::v1::JobService::Stub> stub_;

@@ -4,8 +4,8 @@
 // real gRPC, so libweft's agent client runs against the real thing. testonly.
 //
 // Thread-safety: construct and destroy on one thread; the servers are thread-safe.
-#ifndef WEFT_DATAPATH_AGENT_SOCKET_FIXTURE_H_
-#define WEFT_DATAPATH_AGENT_SOCKET_FIXTURE_H_
+#ifndef WEFT_TESTS_AGENT_SOCKET_FIXTURE_H_
+#define WEFT_TESTS_AGENT_SOCKET_FIXTURE_H_
 
 #include <memory>
 #include <string>
@@ -19,7 +19,7 @@
 #include "grpcpp/server.h"
 #include "prometheus/registry.h"
 
-namespace weft::datapath {
+namespace weft::testing {
 
 class AgentSocketFixture {
  public:
@@ -49,6 +49,6 @@ class AgentSocketFixture {
   std::vector<std::string> sockets_;
 };
 
-}  // namespace weft::datapath
+}  // namespace weft::testing
 
-#endif  // WEFT_DATAPATH_AGENT_SOCKET_FIXTURE_H_
+#endif  // WEFT_TESTS_AGENT_SOCKET_FIXTURE_H_

@@ -1,4 +1,4 @@
-#include "datapath/agent_socket_fixture.h"
+#include "tests/agent_socket_fixture.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 
-namespace weft::datapath {
+namespace weft::testing {
 
 absl::StatusOr<std::unique_ptr<AgentSocketFixture>> AgentSocketFixture::Start(
     const std::string& tag, std::vector<agent::NodeInventory> nodes) {
@@ -67,4 +67,4 @@ agent::NodeInventory AgentSocketFixture::RoceNode(int nics) {
   return inventory;
 }
 
-}  // namespace weft::datapath
+}  // namespace weft::testing
