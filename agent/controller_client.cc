@@ -4,17 +4,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/sync_stream.h"
 
 namespace weft::agent {
-
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
 
 class GrpcControllerStream : public ControllerStream {
  public:

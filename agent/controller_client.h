@@ -113,9 +113,6 @@ class GrpcControllerClient : public ControllerClient {
   absl::flat_hash_set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
 };
 
-// grpc::Status -> absl::Status (the code numbers are the same).
-absl::Status FromGrpcStatus(const grpc::Status& status);
-
 }  // namespace weft::agent
 
 #endif  // WEFT_AGENT_CONTROLLER_CLIENT_H_

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/job_path.h"
+#include "common/grpc_status.h"
 #include "common/logging.h"
 
 namespace weft::agent {
@@ -21,12 +22,6 @@ namespace {
 
 // sockaddr_un.sun_path, the terminating NUL included.
 constexpr size_t kMaxSocketPath = sizeof(sockaddr_un::sun_path);
-
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
 
 // Whether a process accepts connections on the Unix socket `path`.
 bool SomeoneListens(const std::string& path) {
@@ -135,7 +130,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ChoosePath(grpc::CallbackServerContext
                     << " traffic_class=" << response->traffic_class() << " reason=\""
                     << response->reason() << "\"";
   }
-  reactor->Finish(ToGrpc(path.status()));
+  reactor->Finish(ToGrpcStatus(path.status()));
   return reactor;
 }
 

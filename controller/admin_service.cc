@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "controller/grpc_status.h"
+#include "common/grpc_status.h"
 #include "security/server_auth.h"
 
 namespace weft::controller {

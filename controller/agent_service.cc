@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "google/protobuf/arena.h"
-#include "controller/grpc_status.h"
+#include "common/grpc_status.h"
 #include "security/identity.h"
 
 namespace weft::controller {

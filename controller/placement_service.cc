@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "controller/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace weft::controller {
 namespace {

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "controller/grpc_status.h"
+#include "common/grpc_status.h"
 #include "security/server_auth.h"
 
 namespace weft::controller {

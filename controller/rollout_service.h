@@ -1,6 +1,6 @@
 // RolloutServiceImpl: weft.v1.RolloutService (rollout.proto) over gRPC's callback API,
 // a thin adapter onto RolloutManager: each handler delegates and converts the
-// absl::Status (controller/grpc_status.h). Start, pause, resume and abort name the
+// absl::Status (common/grpc_status.h). Start, pause, resume and abort name the
 // caller's authenticated identity (security::AuthenticateCall) in the rollout's
 // started_by and history. Handlers finish inline; the manager's calls take only short
 // mutexes. Thread-safe.

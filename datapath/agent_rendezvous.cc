@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -22,11 +23,6 @@ namespace {
 constexpr absl::Duration kRendezvousSlack = absl::Seconds(10);
 // The controller's accepted range of timeout_ms.
 constexpr absl::Duration kMaxTimeout = absl::Hours(1);
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
 
 }  // namespace
 
@@ -49,7 +45,7 @@ AgentClient::AgentClient(std::string socket_path, std::shared_ptr<grpc::Channel>
     : socket_path_(std::move(socket_path)), stub_(weft::v1::JobService::NewStub(channel)) {}
 
 absl::Status AgentClient::Annotate(const grpc::Status& status) const {
-  absl::Status converted = FromGrpc(status);
+  absl::Status converted = FromGrpcStatus(status);
   // UNAVAILABLE from the agent itself about the controller already says so.
   if (converted.code() == absl::StatusCode::kUnavailable &&
       !absl::StartsWith(converted.message(), "the controller at")) {

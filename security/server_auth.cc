@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/grpc_status.h"
 #include "common/logging.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -25,16 +26,6 @@ std::optional<absl::string_view> FindHeader(const Multimap& metadata, absl::stri
     if (View(name) == key) return View(value);
   }
   return std::nullopt;
-}
-
-grpc::Status ToGrpc(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
 }
 
 // The string (or integer) field `field` of `request`, for the audit's target.
@@ -89,7 +80,7 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       record_.at = clock_->Now();
-      record_.result = FromGrpc(methods->GetSendStatus());
+      record_.result = FromGrpcStatus(methods->GetSendStatus());
       LogAudit(record_);
       if (absl::Status kept = audit_->Record(record_); !kept.ok()) {
         WEFT_LOG(ERROR) << "audit record lost method=" << record_.method
@@ -152,7 +143,7 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata,
                       << "\"";
     }
   }
-  return ToGrpc(allowed);
+  return ToGrpcStatus(allowed);
 }
 
 AuditInterceptorFactory::AuditInterceptorFactory(std::shared_ptr<const TokenTable> tokens,

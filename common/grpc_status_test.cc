@@ -1,8 +1,8 @@
-#include "controller/grpc_status.h"
+#include "common/grpc_status.h"
 
 #include "gtest/gtest.h"
 
-namespace weft::controller {
+namespace weft {
 namespace {
 
 TEST(ToGrpcStatusTest, OkStaysOk) { EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok()); }
@@ -22,5 +22,22 @@ TEST(ToGrpcStatusTest, CodeAndMessagePassThrough) {
             grpc::StatusCode::UNAVAILABLE);
 }
 
+TEST(FromGrpcStatusTest, OkStaysOkAndCodeAndMessagePassThrough) {
+  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK).ok());
+  const absl::Status unavailable =
+      FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller 10.0.0.1:7400 down"));
+  EXPECT_EQ(unavailable.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(unavailable.message(), "controller 10.0.0.1:7400 down");
+  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "x")).code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST(GrpcStatusTest, EveryCodeRoundTrips) {
+  for (int code = 1; code <= 16; ++code) {
+    const absl::Status status(static_cast<absl::StatusCode>(code), "why");
+    EXPECT_EQ(FromGrpcStatus(ToGrpcStatus(status)), status) << code;
+  }
+}
+
 }  // namespace
-}  // namespace weft::controller
+}  // namespace weft

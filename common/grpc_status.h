@@ -1,0 +1,20 @@
+// The one conversion between absl::Status and grpc::Status, both directions, used at
+// every gRPC boundary (the controller's and the agent's service adapters, their
+// clients, libweft's agent client, the authorization processor). Logic returns
+// absl::Status; only adapters convert. The two code spaces are numerically identical
+// (both follow google.rpc.Code), so code and message pass through unchanged.
+// Stateless; thread-safe.
+#ifndef WEFT_COMMON_GRPC_STATUS_H_
+#define WEFT_COMMON_GRPC_STATUS_H_
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+
+namespace weft {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace weft
+
+#endif  // WEFT_COMMON_GRPC_STATUS_H_
