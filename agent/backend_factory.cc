@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/linux/ethtool_stats.h"
 #include "agent/linux/linux_backend.h"
-#include "datapath/verbs_ibv.h"
+#include "rdma/verbs_ibv.h"
 #include "agent/lldp.h"
 #include "agent/sim_backend.h"
 #include "agent/tunables/dcb_client.h"

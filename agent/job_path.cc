@@ -10,8 +10,8 @@
 #include "absl/strings/strip.h"
 #include "common/qos_classes.h"
 #include "common/status_macros.h"
-#include "datapath/gid_selection.h"
-#include "datapath/verbs.h"
+#include "rdma/gid_selection.h"
+#include "rdma/verbs.h"
 
 namespace weft::agent {
 namespace {

@@ -3,7 +3,7 @@
 // NodeInventory (agent/nic_backend.h); agent/job_service.h serves it on the job socket.
 //
 // A usable port is ACTIVE, has link layer Ethernet (RoCE) and a RoCE v2 GID holding its
-// netdev's IPv4-mapped address (datapath/gid_selection.h picks it; index 3 is common
+// netdev's IPv4-mapped address (rdma/gid_selection.h picks it; index 3 is common
 // but never assumed). With a GPU given (index or PCI address), the GPU's closest NIC
 // (Gpu.closest_nic, same PCIe switch then same NUMA node) wins when usable; otherwise,
 // or without a GPU, the first usable port in discovery order. The answer's `reason`

@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "datapath/job.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 #include "proto/weft/v1/job.pb.h"
 
 namespace weft::datapath {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "tests/agent_socket_fixture.h"
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 #include "datapath/transport_test_util.h"
 #include "gtest/gtest.h"
 

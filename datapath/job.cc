@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "datapath/in_process_rendezvous.h"
 #include "datapath/socket_util.h"
-#include "datapath/verbs_ibv.h"
+#include "rdma/verbs_ibv.h"
 
 namespace weft::datapath {
 namespace {

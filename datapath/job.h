@@ -49,7 +49,7 @@
 #include "datapath/collectives.h"
 #include "datapath/tcp_rendezvous.h"
 #include "datapath/transport_factory.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 #include "datapath/transport_test_util.h"
 #include "gtest/gtest.h"
 

@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "datapath/qp_setup.h"
+#include "rdma/qp_setup.h"
 
 namespace weft::datapath {
 namespace {

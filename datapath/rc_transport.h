@@ -20,7 +20,7 @@
 //
 // Setup: choose the device, port and RoCE v2 GID (datapath/rdma_path.h), create the PD, CQ
 // and one QP per peer, post the receives, exchange endpoints through the Rendezvous,
-// take each QP to RTS with the job's traffic class (datapath/qp_setup.h), and meet
+// take each QP to RTS with the job's traffic class (rdma/qp_setup.h), and meet
 // again so no rank sends to a QP that is not yet ready.
 //
 // Completion: busy-polling the CQ (lowest latency; yields the core every 64 empty
@@ -43,7 +43,7 @@
 #include "datapath/registration_cache.h"
 #include "datapath/rendezvous.h"
 #include "datapath/transport.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 

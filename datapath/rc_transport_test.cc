@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 #include "datapath/in_process_rendezvous.h"
 #include "datapath/transport_test_util.h"
 #include "gtest/gtest.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "datapath/gid_selection.h"
+#include "rdma/gid_selection.h"
 
 namespace weft::datapath {
 

@@ -1,6 +1,6 @@
 // RdmaPath: which NIC, port and GID a rank's RDMA traffic uses. A job either names the
 // device (as NCCL_IB_HCA would) or takes the first device with an active port, then the
-// RoCE v2 GID of the port's netdev (datapath/gid_selection.h) unless a fixed GID index
+// RoCE v2 GID of the port's netdev (rdma/gid_selection.h) unless a fixed GID index
 // is given (as NCCL_IB_GID_INDEX would). The RC transport builds its QPs on the
 // result; a job can also ask for it directly to log or report what it will use.
 //
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 #include "gtest/gtest.h"
 
 namespace weft::datapath {

@@ -24,7 +24,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 #include "gtest/gtest.h"
 
 namespace weft::datapath {

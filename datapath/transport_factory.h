@@ -24,7 +24,7 @@
 #include "datapath/rendezvous.h"
 #include "datapath/tcp_transport.h"
 #include "datapath/transport.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 #include "datapath/in_process_rendezvous.h"
 #include "datapath/transport_test_util.h"
 #include "gtest/gtest.h"

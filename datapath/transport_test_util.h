@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 #include "datapath/rc_transport.h"
 #include "datapath/tcp_transport.h"
 #include "datapath/transport.h"

@@ -46,6 +46,9 @@ def draw(graph):
     lines.append("")
     lines.append("An arrow means \"may use it and everything it builds on\". `tests/`, `tools/` and")
     lines.append("`deploy/` also serve every component's tests (test-only libraries, scripts, data).")
+    if not graph["TRANSITIONAL"]:
+        lines.append("No edge outside the plan is left in the code (TRANSITIONAL is empty).")
+        return "\n".join(lines) + "\n"
     lines.append("The dotted edges are in the code today and go as the floor plan lands:")
     lines.append("")
     lines.append("| edge | how it goes |")

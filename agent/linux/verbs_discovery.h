@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 #include "proto/weft/v1/node.pb.h"
 
 namespace weft::agent {

@@ -7,8 +7,8 @@
 
 #include "agent/linux/linux_backend.h"
 #include "common/fake_clock.h"
-#include "datapath/fake_verbs.h"
-#include "datapath/verbs_ibv.h"
+#include "rdma/fake_verbs.h"
+#include "rdma/verbs_ibv.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fixture_tree.h"

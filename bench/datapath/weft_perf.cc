@@ -44,7 +44,7 @@
 #include "datapath/socket_util.h"
 #include "datapath/tcp_rendezvous.h"
 #include "datapath/transport_factory.h"
-#include "datapath/verbs_ibv.h"
+#include "rdma/verbs_ibv.h"
 
 ABSL_FLAG(std::string, out, "", "Also write the markdown section to this file.");
 ABSL_FLAG(std::string, raw_out, "",

@@ -6,20 +6,20 @@
 //   RTS   STATE, SQ_PSN, MAX_QP_RD_ATOMIC, RETRY_CNT (7), RNR_RETRY (7 = retry forever),
 //         TIMEOUT (20: 4.096 µs × 2^20 ≈ 4.3 s)
 // Pure functions plus one helper that applies them; thread-safe.
-#ifndef WEFT_DATAPATH_QP_SETUP_H_
-#define WEFT_DATAPATH_QP_SETUP_H_
+#ifndef WEFT_RDMA_QP_SETUP_H_
+#define WEFT_RDMA_QP_SETUP_H_
 
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 
 struct RcConnectionParams {
   uint8_t port = 1;
   uint32_t access_flags = kAccessLocalWrite | kAccessRemoteWrite;
-  uint8_t sgid_index = 0;      // our RoCE v2 GID (datapath/gid_selection.h)
+  uint8_t sgid_index = 0;      // our RoCE v2 GID (rdma/gid_selection.h)
   Gid remote_gid;              // the peer's GID
   uint32_t remote_qp_num = 0;  // the peer's QP for us
   uint32_t local_psn = 0;      // our first send PSN (the peer's rq_psn)
@@ -47,4 +47,4 @@ absl::Status ConnectRcQp(Verbs& verbs, VerbsQp* qp, const RcConnectionParams& pa
 
 }  // namespace weft::datapath
 
-#endif  // WEFT_DATAPATH_QP_SETUP_H_
+#endif  // WEFT_RDMA_QP_SETUP_H_

@@ -29,8 +29,8 @@
 // Thread-safety: thread-safe; one mutex per fabric serializes every verb of every
 // FakeVerbs on it (memory copies included), which is what lets ranks on different
 // threads write into each other's buffers.
-#ifndef WEFT_DATAPATH_FAKE_VERBS_H_
-#define WEFT_DATAPATH_FAKE_VERBS_H_
+#ifndef WEFT_RDMA_FAKE_VERBS_H_
+#define WEFT_RDMA_FAKE_VERBS_H_
 
 #include <cstdint>
 #include <memory>
@@ -40,7 +40,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 
@@ -122,4 +122,4 @@ class FakeVerbs : public Verbs {
 
 }  // namespace weft::datapath
 
-#endif  // WEFT_DATAPATH_FAKE_VERBS_H_
+#endif  // WEFT_RDMA_FAKE_VERBS_H_

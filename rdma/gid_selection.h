@@ -8,8 +8,8 @@
 //   ASSIGN_OR_RETURN(std::vector<GidEntry> table, verbs.QueryGidTable(context));
 //   ASSIGN_OR_RETURN(GidEntry gid, SelectRoceV2Gid(table, {.port = 1,
 //                                                  .netdev_ifindex = if_nametoindex("ens1np0")}));
-#ifndef WEFT_DATAPATH_GID_SELECTION_H_
-#define WEFT_DATAPATH_GID_SELECTION_H_
+#ifndef WEFT_RDMA_GID_SELECTION_H_
+#define WEFT_RDMA_GID_SELECTION_H_
 
 #include <cstdint>
 #include <optional>
@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 
@@ -38,4 +38,4 @@ std::string FormatIpv4(uint32_t ipv4_host_order);
 
 }  // namespace weft::datapath
 
-#endif  // WEFT_DATAPATH_GID_SELECTION_H_
+#endif  // WEFT_RDMA_GID_SELECTION_H_

@@ -1,4 +1,4 @@
-#include "datapath/qp_setup.h"
+#include "rdma/qp_setup.h"
 
 #include "gtest/gtest.h"
 

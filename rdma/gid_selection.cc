@@ -1,4 +1,4 @@
-#include "datapath/gid_selection.h"
+#include "rdma/gid_selection.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-// IbvVerbs: the Verbs interface (datapath/verbs.h) over the real libibverbs. This is
+// IbvVerbs: the Verbs interface (rdma/verbs.h) over the real libibverbs. This is
 // the only translation unit of Weft that includes <infiniband/verbs.h>; everything else
 // sees plain Weft structs.
 //
@@ -8,15 +8,15 @@
 //
 // Thread-safety: as libibverbs (see verbs.h). The object itself holds no mutable state
 // besides the last ListDevices diagnosis, guarded by a mutex.
-#ifndef WEFT_DATAPATH_VERBS_IBV_H_
-#define WEFT_DATAPATH_VERBS_IBV_H_
+#ifndef WEFT_RDMA_VERBS_IBV_H_
+#define WEFT_RDMA_VERBS_IBV_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "datapath/verbs.h"
+#include "rdma/verbs.h"
 
 namespace weft::datapath {
 
@@ -59,4 +59,4 @@ class IbvVerbs : public Verbs {
 
 }  // namespace weft::datapath
 
-#endif  // WEFT_DATAPATH_VERBS_IBV_H_
+#endif  // WEFT_RDMA_VERBS_IBV_H_

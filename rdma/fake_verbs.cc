@@ -1,4 +1,4 @@
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 
 #include <algorithm>
 #include <cerrno>

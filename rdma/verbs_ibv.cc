@@ -1,4 +1,4 @@
-#include "datapath/verbs_ibv.h"
+#include "rdma/verbs_ibv.h"
 
 #include <arpa/inet.h>
 #include <endian.h>

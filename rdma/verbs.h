@@ -1,8 +1,8 @@
 // Verbs: the one interface through which libweft touches an RDMA device. Every
 // libibverbs call the data path uses has a method here, expressed in plain Weft structs
 // (no ibv_* types), so that the RC transport runs unchanged over the real library
-// (datapath/verbs_ibv.h, the only file that includes <infiniband/verbs.h>) and over the
-// in-process fake (datapath/fake_verbs.h) in tests.
+// (rdma/verbs_ibv.h, the only file that includes <infiniband/verbs.h>) and over the
+// in-process fake (rdma/fake_verbs.h) in tests.
 //
 // Errors: every fallible call returns absl::Status / absl::StatusOr naming the verb and
 // carrying strerror text, e.g. "ibv_reg_mr(len=4096): Cannot allocate memory (errno 12)".
@@ -17,8 +17,8 @@
 // Thread-safety: implementations are thread-safe in the sense libibverbs is: calls on
 // different objects may run concurrently; PostSend/PostRecv on one QP and PollCq on
 // one CQ must be serialized by the caller.
-#ifndef WEFT_DATAPATH_VERBS_H_
-#define WEFT_DATAPATH_VERBS_H_
+#ifndef WEFT_RDMA_VERBS_H_
+#define WEFT_RDMA_VERBS_H_
 
 #include <array>
 #include <cstddef>
@@ -320,4 +320,4 @@ uint32_t MtuEnumToBytes(int mtu_enum);
 
 }  // namespace weft::datapath
 
-#endif  // WEFT_DATAPATH_VERBS_H_
+#endif  // WEFT_RDMA_VERBS_H_

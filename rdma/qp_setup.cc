@@ -1,4 +1,4 @@
-#include "datapath/qp_setup.h"
+#include "rdma/qp_setup.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"

@@ -1,7 +1,7 @@
 // Tests of IbvVerbs against the real libibverbs. Without an RDMA device (the build
 // machines have none, and a kernel without InfiniBand) only the device-less behaviour
 // runs; the device tests skip and say why.
-#include "datapath/verbs_ibv.h"
+#include "rdma/verbs_ibv.h"
 
 #include <cstdio>
 #include <vector>

@@ -1,11 +1,11 @@
-#include "datapath/fake_verbs.h"
+#include "rdma/fake_verbs.h"
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "datapath/qp_setup.h"
+#include "rdma/qp_setup.h"
 #include "gtest/gtest.h"
 
 namespace weft::datapath {
