@@ -26,6 +26,7 @@
 #include "agent/job_service.h"
 #include "common/clock.h"
 #include "common/daemon_config.h"
+#include "common/log_level.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
 #include "common/sd_notify.h"
@@ -79,16 +80,6 @@ namespace weft::agent {
 MetricsServer* metrics_server_left_to_exit = nullptr;
 
 namespace {
-
-absl::StatusOr<LogLevel> ParseLogLevel(const std::string& text) {
-  const std::string level = absl::AsciiStrToLower(text);
-  if (level == "debug") return LogLevel::kDebug;
-  if (level == "info") return LogLevel::kInfo;
-  if (level == "warning" || level == "warn") return LogLevel::kWarning;
-  if (level == "error") return LogLevel::kError;
-  return absl::InvalidArgumentError("flag --log_level: value '" + text +
-                                    "' is not a level; accepted: debug, info, warning, error");
-}
 
 absl::StatusOr<weft::v1::AgentConfig> ConfigFromFlags() {
   absl::StatusOr<weft::v1::AgentConfig> config = LoadAgentConfig(absl::GetFlag(FLAGS_config));

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/daemon_config.h"
+#include "common/log_level.h"
 #include "common/logging.h"
 #include "common/sd_notify.h"
 #include "controller/controller_server.h"
@@ -48,15 +49,6 @@ ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::controller {
 namespace {
-
-absl::StatusOr<LogLevel> ParseLogLevel(const std::string& name) {
-  if (name == "debug") return LogLevel::kDebug;
-  if (name == "info") return LogLevel::kInfo;
-  if (name == "warning") return LogLevel::kWarning;
-  if (name == "error") return LogLevel::kError;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--log_level: '", name, "' is not a level; use debug, info, warning or error"));
-}
 
 absl::StatusOr<weft::v1::ControllerConfig> ConfigFromFlags() {
   absl::StatusOr<weft::v1::ControllerConfig> config =
