@@ -52,6 +52,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/audit_command.h"
+#include "cli/command_table.h"
 #include "cli/event_filter.h"
 #include "cli/flag_spelling.h"
 #include "cli/node_format.h"
@@ -128,42 +129,9 @@ ABSL_FLAG(std::string, occupancy, "",
 namespace weft {
 namespace {
 
-constexpr char kUsage[] =
-    "weftctl [--controller HOST:PORT] [--output table|json] COMMAND\n"
-    "        [--tls_ca CA.crt [--tls_cert C --tls_key K] [--token T | --token_file F]]\n"
-    "        [--insecure]   (TLS and roles: cli/transport.h)\n"
-    "  nodes [--rack R]            list nodes with state and rates\n"
-    "  node NAME                   show one node's NICs, GPUs and rates\n"
-    "  drain NAME --reason \"...\"   drain a node\n"
-    "  undrain NAME                undrain a node\n"
-    "  events [--node N] [--since 10m|2026-11-30T06:00:00Z] [--limit N]\n"
-    "                              state changes, drains, rule firings, oldest first\n"
-    "  racks [--pod P]             per rack and per pod: nodes by state and rates\n"
-    "  place --job J (--nodes N | --ranks R --gpus-per-node G) [--pattern ring|alltoall|pipeline]\n"
-    "        [--tp N --pp N --dp N --ep N] [--qos training|storage|control] [--exclude a,b]\n"
-    "        [--within a,b,..] [--max-racks K] [--one-pod] [--max-congestion X] [--ttl S]\n"
-    "        [--gradient-bytes B --alltoall-bytes B --activation-bytes B]\n"
-    "        [--format table|hostfile|env|json]\n"
-    "        [--offline --topology T.yaml [--occupancy O.yaml]]\n"
-    "                              place a job's ranks and reserve its nodes\n"
-    "  release ID | --job J        end a reservation\n"
-    "  renew (ID | --job J) [--ttl S]  extend a reservation's lease\n"
-    "  reservations                list the live reservations\n"
-    "  topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]\n"
-    "                              the rack and pod tiers for Slurm, Kubernetes or tools\n"
-    "  policy validate FILE        check a QoS/DCQCN policy offline (no controller)\n"
-    "  policy diff FILE            what the policy would change, per parameter and node count\n"
-    "  rollout start FILE | status [ID] | pause [ID] | resume [ID] | abort [ID] [--reason R]\n"
-    "        | history             staged rollout of a policy: canary, bake, waves, rollback\n"
-    "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
-    "                              LLDP cabling against the design; exit 1 on findings\n"
-    "  prometheus targets [--out FILE]\n"
-    "                              the agents' /metrics as a Prometheus file_sd file\n"
-    "  audit [--who W] [--method M] [--since 10m|RFC3339] [--limit N]\n"
-    "                              the audit log of mutating calls, oldest first";
 
 int Usage(const std::string& problem) {
-  std::cerr << "weftctl: " << problem << "\n\nusage: " << kUsage << "\n";
+  std::cerr << "weftctl: " << problem << "\n\nusage: " << UsageText() << "\n";
   return 2;
 }
 
@@ -529,7 +497,19 @@ class Weftctl {
 }  // namespace weft
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(weft::kUsage);
+  const std::string usage = weft::UsageText();
+  absl::SetProgramUsageMessage(usage);
+  // --help, -h and `help` [COMMAND] answer on stdout and exit 0, before Abseil's own
+  // --help (which lists every flag of every library and exits 1).
+  std::string help_command;
+  if (weft::IsHelpRequest(std::vector<std::string>(argv + 1, argv + argc), &help_command)) {
+    if (help_command.empty()) {
+      std::cout << "usage: " << usage << "\n";
+      return 0;
+    }
+    std::cout << *weft::CommandHelpText(help_command);
+    return 0;
+  }
   // Accept --gpus-per-node for Abseil's --gpus_per_node.
   std::vector<std::string> spelled =
       weft::UnderscoreFlagNames(std::vector<std::string>(argv + 1, argv + argc));
