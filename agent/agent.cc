@@ -17,11 +17,6 @@
 namespace weft::agent {
 namespace {
 
-bool HasDeadFault(const weft::v1::AgentConfig& config) {
-  const auto& faults = config.simulated().faults();
-  return std::find(faults.begin(), faults.end(), weft::v1::SIM_FAULT_DEAD) != faults.end();
-}
-
 absl::Duration Millis(uint32_t ms, uint32_t fallback_ms) {
   return absl::Milliseconds(ms != 0 ? ms : fallback_ms);
 }
@@ -42,7 +37,6 @@ Agent::Agent(weft::v1::AgentConfig config, NicBackend* backend, ControllerClient
       health_(health),
       interval_(Millis(config_.interval_ms(), 1000)),
       drift_check_interval_(absl::Milliseconds(config_.drift_check_interval_ms())),
-      dead_(HasDeadFault(config_)),
       metrics_(*registry, config_.node_name()),
       backoff_(Millis(config_.reconnect().initial_backoff_ms(), 200),
                Millis(config_.reconnect().max_backoff_ms(), 10000),
@@ -76,9 +70,6 @@ absl::Status Agent::Start() {
                  << " controller=" << config_.controller_address()
                  << " nics=" << inventory_.nics.size() << " gpus=" << inventory_.gpus.size()
                  << " interval_ms=" << absl::ToInt64Milliseconds(interval_);
-  if (dead_) {
-    WEFT_LOG(WARNING) << "simulated fault dead: registering but never sending telemetry";
-  }
   loop_thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
@@ -245,11 +236,9 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
 
   absl::Time next = absl::Now();
   while (true) {
-    if (!dead_) {
-      weft::v1::AgentMessage message;
-      *message.mutable_telemetry() = Collect();
-      if (outbound.PushTelemetry(std::move(message))) metrics_.TelemetryDropped();
-    }
+    weft::v1::AgentMessage message;
+    *message.mutable_telemetry() = Collect();
+    if (outbound.PushTelemetry(std::move(message))) metrics_.TelemetryDropped();
     if (write_failed) break;
     // Fixed rate; intervals missed (a slow write) are skipped, not bunched up.
     const absl::Time now = absl::Now();

@@ -24,8 +24,8 @@
 // same node name, and backing off keeps the two from taking turns every interval.
 //
 // While registered: weft_agent_registered = 1 and the gRPC health server (if any)
-// says SERVING; otherwise 0 / NOT_SERVING. The simulated `dead` fault keeps the
-// session but never sends telemetry, like a node that hung.
+// says SERVING; otherwise 0 / NOT_SERVING. (The simulated `dead` fault is not the
+// agent's: agent/sim_faults.h wraps its controller client.)
 //
 // Time: sample timestamps come from the injected Clock (through the backend);
 // waits between intervals and backoff sleeps are real-time, interruptible waits on a
@@ -133,7 +133,6 @@ class Agent {
   HealthServer* const health_;
   const absl::Duration interval_;
   const absl::Duration drift_check_interval_;
-  const bool dead_;  // SIM_FAULT_DEAD: never send telemetry
   AgentMetrics metrics_;
   Backoff backoff_;  // loop thread only
 

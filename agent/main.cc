@@ -23,6 +23,7 @@
 #include "agent/health_server.h"
 #include "agent/backend_factory.h"
 #include "agent/inspect.h"
+#include "agent/sim_faults.h"
 #include "agent/job_service.h"
 #include "common/clock.h"
 #include "common/daemon_config.h"
@@ -243,9 +244,11 @@ int Main(int argc, char** argv) {
   client_options.min_reconnect_backoff =
       absl::Milliseconds(config->reconnect().initial_backoff_ms());
   client_options.max_reconnect_backoff = absl::Milliseconds(config->reconnect().max_backoff_ms());
-  GrpcControllerClient client(client_options);
+  GrpcControllerClient grpc_client(client_options);
+  const std::unique_ptr<ControllerClient> faulty = WrapForSimulatedFaults(*config, &grpc_client);
+  ControllerClient* client = faulty != nullptr ? faulty.get() : &grpc_client;
 
-  Agent agent(*config, backend->get(), &client, &clock, registry.get(), health_server.get());
+  Agent agent(*config, backend->get(), client, &clock, registry.get(), health_server.get());
   if (absl::Status started = agent.Start(); !started.ok()) {
     WEFT_LOG(ERROR) << "cannot start the agent: " << started.ToString();
     return 1;
@@ -253,7 +256,7 @@ int Main(int argc, char** argv) {
   // Local jobs ask for their NIC and meet their peers here (agent/job_service.h).
   JobServiceImpl job_service(
       JobServiceOptions{config->node_name(), config->controller_address()},
-      [&agent] { return agent.inventory(); }, client.channel());
+      [&agent] { return agent.inventory(); }, grpc_client.channel());
   std::unique_ptr<JobServer> job_server;
   if (config->job_socket() != "off") {
     absl::StatusOr<std::unique_ptr<JobServer>> started =
