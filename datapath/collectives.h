@@ -97,22 +97,20 @@ struct CommunicatorOptions {
   size_t direct_allreduce_bytes = 4 << 20;
   // All-reduce with 4, 8, 16... ranks: recursive halving then recursive doubling above
   // small_allreduce_bytes and up to this many bytes; two rounds (direct_allreduce_bytes)
-  // or the ring above. On loopback it beat the two rounds 1.4-1.6× at 256 KiB and tied
-  // or won at 1 MiB, and lost to them at 4 MiB (docs/benchmarks.md).
+  // or the ring above: pairwise exchanges only, where the two rounds lost from 4 MiB
+  // (docs/benchmarks.md has the A/B that set the bounds).
   size_t halving_allreduce_bytes = 1 << 20;
-  // All-gather: everyone-to-everyone up to this many output bytes, ring above. On
-  // loopback the one round beat the n - 1 ring steps by 1.2-1.7× at 4 and 8 ranks
-  // from 1 to 4 MiB (docs/benchmarks.md).
+  // All-gather: everyone-to-everyone up to this many output bytes, ring above: one
+  // round instead of n - 1 dependent ring steps (docs/benchmarks.md, the A/B).
   size_t small_allgather_bytes = 4 << 20;
   // Reduce-scatter: everyone-to-everyone up to this many input bytes (with more than
-  // two ranks), ring above. On loopback the one round beat the n - 1 ring steps by
-  // 1.25-1.48× at 4 and 8 ranks up to 4 MiB (docs/benchmarks.md).
+  // two ranks), ring above: one round instead of n - 1 ring steps (docs/benchmarks.md,
+  // the A/B).
   size_t small_reduce_scatter_bytes = 4 << 20;
   // All-to-all(v): the next pairwise round is posted only while the rounds in flight
   // send (and receive) at most this many bytes; one round is always in flight. Fewer
-  // bytes queued in the network stack keep the copies in cache: on loopback, against
-  // every round at once, it took 8-15% of the CPU out of all-to-all at 4 and 8 ranks
-  // from 4 MiB (docs/benchmarks.md).
+  // bytes queued in the network stack keep the copies in cache (docs/benchmarks.md has
+  // the CPU it saves against every round at once).
   size_t alltoall_bytes_in_flight = 1 << 20;
   // Broadcast: binomial tree up to this many bytes, pipelined chain above.
   size_t small_broadcast_bytes = 64 << 10;

@@ -18,11 +18,10 @@
 // a counter it sends on a second, control-only connection to that peer. Smaller
 // messages are eager and TCP's own window is their flow control. The threshold sits
 // above the 256 KiB segments of ring all-reduce and broadcast, because every large
-// message waits for the receiver's clear and a wake-up: clear-to-send from 64 KiB cost
-// ring all-reduce 10-45% on loopback. What it reaches is whole blocks: all-to-all's
-// (there clear-to-send measured 1.3-1.5x faster than eager at 2 ranks from 16 MiB and
-// no slower at 4 and 8, docs/benchmarks.md) and all-gather's ring steps, which move a
-// rank's whole block once it is 1 MiB or more (not measured by weft-perf).
+// message waits for the receiver's clear and a wake-up, which costs ring all-reduce's
+// segments more than it saves. What it reaches is whole blocks: all-to-all's (where
+// clear-to-send beats eager, docs/benchmarks.md) and all-gather's ring steps, which
+// move a rank's whole block once it is 1 MiB or more (not measured by weft-perf).
 //
 // Setup: each rank listens on options.listen_host (port 0), publishes host:port under
 // options.rendezvous_key, connects to every lower rank and accepts every higher one,
