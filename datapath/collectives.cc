@@ -297,6 +297,16 @@ absl::Status Communicator::CheckAllToAllV(absl::Span<const size_t> send_counts,
 // ---------------------------------------------------------------------------
 // Public entry points.
 
+std::map<std::string, uint64_t> Communicator::AlgorithmsRun() const {
+  absl::MutexLock lock(&algorithms_mu_);
+  return algorithms_run_;
+}
+
+void Communicator::CountAlgorithm(const char* name) {
+  absl::MutexLock lock(&algorithms_mu_);
+  ++algorithms_run_[name];
+}
+
 absl::Status Communicator::RegisterBuffer(void* data, size_t num_bytes) {
   return Run([=] { return transport_->RegisterMemory(data, num_bytes); });
 }
@@ -477,8 +487,12 @@ absl::Status Communicator::DoAllReduce(char* data, size_t count, DataType type, 
   const bool halving = size_ > 2 && power_of_two && !compress &&
                        num_bytes <= options_.halving_allreduce_bytes;
   const bool direct = size_ > 2 && !compress && num_bytes <= options_.direct_allreduce_bytes;
-  absl::Status status = num_bytes <= options_.small_allreduce_bytes
-                            ? AllReduceRecursiveDoubling(data, count, type, op, compress)
+  const bool small = num_bytes <= options_.small_allreduce_bytes;
+  CountAlgorithm(small     ? "all_reduce/recursive_doubling"
+                 : halving ? "all_reduce/halving"
+                 : direct  ? "all_reduce/direct"
+                           : "all_reduce/ring");
+  absl::Status status = small     ? AllReduceRecursiveDoubling(data, count, type, op, compress)
                         : halving ? AllReduceHalving(data, count, type, op)
                         : direct  ? AllReduceDirect(data, count, type, op)
                                   : AllReduceRing(data, count, type, op, compress);
@@ -859,6 +873,7 @@ absl::Status Communicator::DoReduceScatter(const char* input, char* output, size
   // With two ranks the ring is one exchange already, and its segments overlap the
   // reduction with the transfer; with more, it is n - 1 dependent steps.
   const bool direct = size_ > 2 && block_bytes * size_ <= options_.small_reduce_scatter_bytes;
+  CountAlgorithm(direct ? "reduce_scatter/direct" : "reduce_scatter/ring");
   const absl::Status status = direct ? ReduceScatterDirect(input, output, count, type, op)
                                      : ReduceScatterRing(input, output, count, type, op);
   return Annotate(status,
@@ -993,7 +1008,9 @@ absl::Status Communicator::DoAllGather(const char* input, char* output, size_t c
   Requests requests(*transport_);
   // This rank's block goes out from the input, so the network starts at once and the
   // copy into the output's own block overlaps it.
-  if (block_bytes * n <= options_.small_allgather_bytes) {
+  const bool direct = block_bytes * n <= options_.small_allgather_bytes;
+  CountAlgorithm(direct ? "all_gather/direct" : "all_gather/ring");
+  if (direct) {
     for (int k = 1; k < n; ++k) {
       const int from = Mod(rank_ - k, n);
       requests.Recv(from, output + static_cast<size_t>(from) * block_bytes, block_bytes);
@@ -1026,7 +1043,9 @@ absl::Status Communicator::DoBroadcast(char* data, size_t count, DataType type, 
   const int relative = Mod(rank_ - root, n);
   auto actual = [&](int relative_rank) { return Mod(relative_rank + root, n); };
   absl::Status status;
-  if (num_bytes <= options_.small_broadcast_bytes) {
+  const bool tree = num_bytes <= options_.small_broadcast_bytes;
+  CountAlgorithm(tree ? "broadcast/tree" : "broadcast/chain");
+  if (tree) {
     // Binomial tree: receive from the parent, then send to the children.
     int mask = 1;
     while (mask < n) {
@@ -1073,6 +1092,7 @@ absl::Status Communicator::DoAllToAllV(const char* input, absl::Span<const size_
                                        DataType type) {
   const size_t element_bytes = DataTypeBytes(type);
   const int n = size_;
+  if (n > 1) CountAlgorithm("all_to_all/pairwise");
   std::vector<size_t> send_offset(n + 1, 0), recv_offset(n + 1, 0);
   for (int r = 0; r < n; ++r) {
     send_offset[r + 1] = send_offset[r] + send_counts[r] * element_bytes;
@@ -1127,6 +1147,7 @@ absl::Status Communicator::DoAllToAllV(const char* input, absl::Span<const size_
 }
 
 absl::Status Communicator::DoBarrier() {
+  if (size_ > 1) CountAlgorithm("barrier/dissemination");
   for (int distance = 1; distance < size_; distance <<= 1) {
     Requests requests(*transport_);
     requests.Recv(Mod(rank_ - distance, size_), nullptr, 0);

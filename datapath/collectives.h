@@ -73,7 +73,9 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -206,7 +208,17 @@ class Communicator {
                             std::vector<size_t> recv_counts, DataType type);
   WorkHandle BarrierAsync();
 
+  // How many times each algorithm has run on this communicator, by "op/algorithm":
+  // all_reduce/{recursive_doubling,halving,direct,ring}, reduce_scatter/{direct,ring},
+  // all_gather/{direct,ring}, broadcast/{tree,chain}, all_to_all/pairwise,
+  // barrier/dissemination. What needs no transfer (one rank, zero bytes) counts none.
+  // Thread-safe; an operation has counted by the time its call (or Wait) returns, so a
+  // test or weft-perf can tell which algorithm ran.
+  std::map<std::string, uint64_t> AlgorithmsRun() const ABSL_LOCKS_EXCLUDED(algorithms_mu_);
+
  private:
+  void CountAlgorithm(const char* name) ABSL_LOCKS_EXCLUDED(algorithms_mu_);
+
   // Growable scratch memory, registered with the transport.
   class Scratch {
    public:
@@ -291,6 +303,9 @@ class Communicator {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
   std::thread worker_;
+
+  mutable absl::Mutex algorithms_mu_;
+  std::map<std::string, uint64_t> algorithms_run_ ABSL_GUARDED_BY(algorithms_mu_);
 };
 
 }  // namespace weft::datapath

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -111,7 +112,11 @@ class CollectivesTest : public ::testing::TestWithParam<std::tuple<std::string, 
     job_ = MakeJob(kind_, size_);
     ASSERT_EQ(job_->comms.size(), static_cast<size_t>(size_));
   }
+
+ public:
   Communicator& comm(int rank) { return *job_->comms[rank]; }
+
+ protected:
 
   std::vector<size_t> Counts() const {
     const size_t n = static_cast<size_t>(size_);
@@ -425,6 +430,135 @@ TEST_P(CollectivesTest, InvalidArgumentsFailTheCallOnly) {
   EXPECT_EQ(gathered, std::vector<int32_t>(4 * size_, 7)) << "nothing written";
   // Still usable.
   RunRanks(size_, [&](int rank) { EXPECT_TRUE(comm(rank).Barrier().ok()); });
+}
+
+// Random floats (not small integers: rounding depends on the order of the additions),
+// reproducible per rank.
+template <typename T>
+std::vector<T> RandomInput(int rank, size_t count) {
+  std::mt19937_64 random(1000 + rank);
+  std::uniform_real_distribution<double> uniform(-1e3, 1e3);
+  std::vector<T> v(count);
+  for (T& x : v) x = static_cast<T>(uniform(random));
+  return v;
+}
+
+// How far a sum of `ranks` values in [-1e3, 1e3] may round in T.
+template <typename T>
+double Tolerance(int ranks) {
+  return ranks * 1e3 * 4 * (sizeof(T) == 4 ? 1e-7 : 1e-15);
+}
+
+// What the header promises of every all-reduce and reduce-scatter algorithm: whatever
+// the order of additions, every rank ends with the same bits, close to the exact sum.
+// Each case says which algorithm it must take at SmallThresholds(), and the
+// communicator says which one ran.
+template <typename T>
+void CheckSameBitsEverywhere(CollectivesTest* test, int size, DataType type) {
+  const bool power_of_two = (size & (size - 1)) == 0;
+  struct Case {
+    size_t count;
+    const char* algorithm;
+  };
+  std::vector<Case> cases = {{7, "all_reduce/recursive_doubling"},
+                             {20011, "all_reduce/ring"}};
+  if (size > 2) {
+    // 1023 elements of 4 bytes halve (power-of-two ranks) or take two rounds; 8 bytes
+    // pass halving's 4 KiB and take two rounds.
+    const bool halves = power_of_two && 1023 * sizeof(T) <= (4 << 10);
+    cases.push_back({1023, halves ? "all_reduce/halving" : "all_reduce/direct"});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(DataTypeName(type), " count ", c.count, " ", c.algorithm));
+    std::vector<std::vector<T>> results(size);
+    std::vector<std::map<std::string, uint64_t>> before(size), after(size);
+    RunRanks(size, [&](int rank) {
+      results[rank] = RandomInput<T>(rank, c.count);
+      before[rank] = test->comm(rank).AlgorithmsRun();
+      ASSERT_TRUE(
+          test->comm(rank).AllReduce(results[rank].data(), c.count, type, ReduceOp::kSum).ok());
+      after[rank] = test->comm(rank).AlgorithmsRun();
+    });
+    for (int rank = 0; rank < size; ++rank) {
+      EXPECT_EQ(after[rank][c.algorithm], before[rank][c.algorithm] + 1) << "rank " << rank;
+      ASSERT_EQ(std::memcmp(results[rank].data(), results[0].data(), c.count * sizeof(T)), 0)
+          << "rank " << rank << " differs from rank 0";
+    }
+    std::vector<double> exact(c.count, 0.0);
+    for (int rank = 0; rank < size; ++rank) {
+      const std::vector<T> input = RandomInput<T>(rank, c.count);
+      for (size_t i = 0; i < c.count; ++i) exact[i] += input[i];
+    }
+    for (size_t i = 0; i < c.count; ++i) {
+      ASSERT_NEAR(results[0][i], exact[i], Tolerance<T>(size)) << "element " << i;
+    }
+  }
+  // Reduce-scatter: each block is reduced on one rank only, so there are no copies to
+  // disagree; the same call twice must give the same bits (a fixed order of additions).
+  for (size_t count : {size_t{10}, size_t{3001}}) {
+    const char* algorithm = size > 2 && count * size * sizeof(T) <= 1024
+                                ? "reduce_scatter/direct"
+                                : "reduce_scatter/ring";
+    SCOPED_TRACE(absl::StrCat(DataTypeName(type), " reduce_scatter count ", count));
+    std::vector<std::vector<T>> outputs(size), again(size);
+    std::vector<std::map<std::string, uint64_t>> before(size), after(size);
+    RunRanks(size, [&](int rank) {
+      const std::vector<T> input = RandomInput<T>(rank, count * size);
+      outputs[rank].assign(count, T{0});
+      again[rank].assign(count, T{0});
+      before[rank] = test->comm(rank).AlgorithmsRun();
+      ASSERT_TRUE(test->comm(rank)
+                      .ReduceScatter(input.data(), outputs[rank].data(), count, type,
+                                     ReduceOp::kSum)
+                      .ok());
+      after[rank] = test->comm(rank).AlgorithmsRun();
+      ASSERT_TRUE(test->comm(rank)
+                      .ReduceScatter(input.data(), again[rank].data(), count, type,
+                                     ReduceOp::kSum)
+                      .ok());
+    });
+    for (int rank = 0; rank < size; ++rank) {
+      EXPECT_EQ(after[rank][algorithm], before[rank][algorithm] + 1) << "rank " << rank;
+      EXPECT_EQ(std::memcmp(outputs[rank].data(), again[rank].data(), count * sizeof(T)), 0)
+          << "rank " << rank << ": the same reduce-scatter gave other bits";
+      std::vector<double> exact(count, 0.0);
+      for (int r = 0; r < size; ++r) {
+        const std::vector<T> input = RandomInput<T>(r, count * size);
+        for (size_t i = 0; i < count; ++i) exact[i] += input[rank * count + i];
+      }
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_NEAR(outputs[rank][i], exact[i], Tolerance<T>(size))
+            << "rank " << rank << " element " << i;
+      }
+    }
+  }
+}
+
+TEST_P(CollectivesTest, EveryAlgorithmGivesEveryRankTheSameBitsOfRandomFloat32) {
+  CheckSameBitsEverywhere<float>(this, size_, DataType::kFloat32);
+}
+
+TEST_P(CollectivesTest, EveryAlgorithmGivesEveryRankTheSameBitsOfRandomFloat64) {
+  CheckSameBitsEverywhere<double>(this, size_, DataType::kFloat64);
+}
+
+TEST_P(CollectivesTest, TheCommunicatorNamesTheAlgorithmsThatRan) {
+  RunRanks(size_, [&](int rank) {
+    std::vector<float> small(4, 1.0f), big(20011, 1.0f), gathered(4 * size_);
+    ASSERT_TRUE(comm(rank).AllReduce(small.data(), 4, DataType::kFloat32, ReduceOp::kSum).ok());
+    ASSERT_TRUE(
+        comm(rank).AllReduce(big.data(), big.size(), DataType::kFloat32, ReduceOp::kSum).ok());
+    ASSERT_TRUE(comm(rank).AllGather(small.data(), gathered.data(), 4, DataType::kFloat32).ok());
+    ASSERT_TRUE(comm(rank).Broadcast(big.data(), big.size(), DataType::kFloat32, 0).ok());
+    ASSERT_TRUE(comm(rank).Barrier().ok());
+    const std::map<std::string, uint64_t> ran = comm(rank).AlgorithmsRun();
+    EXPECT_EQ(ran, (std::map<std::string, uint64_t>{{"all_reduce/recursive_doubling", 1},
+                                                    {"all_reduce/ring", 1},
+                                                    {"all_gather/direct", 1},
+                                                    {"broadcast/chain", 1},
+                                                    {"barrier/dissemination", 1}}))
+        << "rank " << rank;
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(TransportsAndSizes, CollectivesTest,

@@ -231,6 +231,14 @@ int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKin
     return 1;
   }
   if (rank == 0) {
+    // Which algorithms the thresholds chose over the whole sweep (every rank runs the
+    // same ones), so an A/B of a threshold shows what it moved.
+    std::vector<std::string> ran;
+    for (const auto& [algorithm, times] : (*comm)->AlgorithmsRun()) {
+      ran.push_back(absl::StrCat(algorithm, " ", times));
+    }
+    std::fprintf(stderr, "weft-perf: %s, %d ranks ran: %s\n", label.c_str(), (*comm)->size(),
+                 absl::StrJoin(ran, ", ").c_str());
     std::string text = absl::StrCat("# transport=", datapath::TransportKindName(choice.kind),
                                     " reason=", choice.reason, "\n");
     for (const Measurement& m : *measurements) text += SerializeMeasurement(m);
