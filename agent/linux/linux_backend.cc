@@ -380,20 +380,25 @@ std::vector<NicTunables*> LinuxNicBackend::Tunables() {
 std::unique_ptr<LinuxNicBackend::PortFiles> LinuxNicBackend::OpenPortFiles(const Port& port) {
   const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
   auto files = std::make_unique<PortFiles>();
-  files->opened_at = clock_->Now();
   if (absl::StatusOr<SysfsFile> state = SysfsFile::Open(sysfs_, port_dir + "/state"); state.ok()) {
     files->state.push_back(*std::move(state));
   } else {
     files->state_error = Reason(state.status());
   }
+  for (size_t i = 0; i < std::size(kCounters); ++i) files->unopened.push_back(i);
+  ProbeCounters(port, files.get());
+  return files;
+}
+
+void LinuxNicBackend::ProbeCounters(const Port& port, PortFiles* files) {
+  const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
+  files->probed_at = clock_->Now();
+  files->absent.clear();
   const bool has_hw_counters = sysfs_.Exists(port_dir + "/hw_counters");
   if (!has_hw_counters) files->absent.push_back("hw_counters/");
-  for (size_t i = 0; i < std::size(kCounters); ++i) {
+  std::vector<size_t> still_unopened;
+  for (size_t i : files->unopened) {
     const CounterSpec& spec = kCounters[i];
-    const bool expected =
-        spec.group == CounterGroup::kPort ||
-        (has_hw_counters && spec.group == CounterGroup::kRetransmission) ||
-        (has_hw_counters && spec.group == CounterGroup::kCongestion && IsRoce(port.link_layer));
     absl::Status why = absl::NotFoundError("absent");
     bool opened = false;
     for (const std::string& path : CounterPaths(port_dir, spec)) {
@@ -406,12 +411,16 @@ std::unique_ptr<LinuxNicBackend::PortFiles> LinuxNicBackend::OpenPortFiles(const
       if (!absl::IsNotFound(file.status())) why = file.status();
     }
     if (opened) continue;
-    files->any_absent = true;
+    still_unopened.push_back(i);
+    const bool expected =
+        spec.group == CounterGroup::kPort ||
+        (has_hw_counters && spec.group == CounterGroup::kRetransmission) ||
+        (has_hw_counters && spec.group == CounterGroup::kCongestion && IsRoce(port.link_layer));
     if (!expected) continue;
     files->absent.push_back(absl::IsNotFound(why) ? std::string(spec.file)
                                                   : absl::StrCat(spec.file, ": ", Reason(why)));
   }
-  return files;
+  files->unopened = std::move(still_unopened);
 }
 
 RawNicReading LinuxNicBackend::ReadPort(Port& port) {
@@ -420,11 +429,12 @@ RawNicReading LinuxNicBackend::ReadPort(Port& port) {
   reading.port = port.port;
   reading.timestamp = clock_->Now();
   const std::string port_dir = absl::StrCat(kIbClass, "/", port.device, "/ports/", port.port);
-  if (port.files != nullptr && port.files->any_absent &&
-      reading.timestamp - port.files->opened_at >= kReprobeAbsentEvery) {
-    port.files.reset();
+  if (port.files == nullptr) {
+    port.files = OpenPortFiles(port);
+  } else if (!port.files->unopened.empty() &&
+             reading.timestamp - port.files->probed_at >= kReprobeAbsentEvery) {
+    ProbeCounters(port, port.files.get());  // only the files not open yet
   }
-  if (port.files == nullptr) port.files = OpenPortFiles(port);
   PortFiles& files = *port.files;
   // A read(2) that finds the attribute gone drops the open files, so the next
   // collection reopens them: a driver reload gives the port new attribute files.

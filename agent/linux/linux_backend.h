@@ -77,14 +77,15 @@ class LinuxNicBackend : public NicBackend {
     SysfsFile file;
   };
   struct PortFiles {
-    absl::Time opened_at;
+    absl::Time probed_at;          // when `unopened` was last tried
     std::vector<SysfsFile> state;  // zero or one
     std::string state_error;       // why `state` is empty
     std::vector<OpenCounter> counters;
-    // Expected counters with no file (or an unopenable one), as missing_counters says
-    // them; `any_absent` also counts optional ones, which are re-probed too.
+    // Counter table indices with no open file yet (optional ones included); probed
+    // again every minute without touching the open ones.
+    std::vector<size_t> unopened;
+    // The expected counters among them, as missing_counters says them.
     std::vector<std::string> absent;
-    bool any_absent = false;
   };
 
   struct Port {
@@ -99,6 +100,8 @@ class LinuxNicBackend : public NicBackend {
   std::vector<weft::v1::Gpu> DiscoverGpus(const std::vector<weft::v1::Nic>& nics);
   RawNicReading ReadPort(Port& port);
   std::unique_ptr<PortFiles> OpenPortFiles(const Port& port);
+  // Tries to open files->unopened again and recomputes files->absent.
+  void ProbeCounters(const Port& port, PortFiles* files);
   bool Selected(const std::string& device, const std::string& netdev) const;
 
   LinuxBackendOptions options_;
