@@ -11,6 +11,7 @@
 #include "agent/counter_math.h"
 #include "agent/stable_hash.h"
 #include "agent/tunables/applier.h"
+#include "common/clock.h"
 #include "common/tunable_ranges.h"
 #include "common/logging.h"
 
@@ -121,13 +122,12 @@ bool Agent::stop_requested() const {
   return stop_requested_;
 }
 
-bool Agent::WaitUntil(absl::Time deadline, bool session_end) {
+bool Agent::WaitUntil(const Clock& clock, absl::Time deadline, bool session_end) {
   absl::MutexLock lock(&mu_);
   auto woken = [this, session_end]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stop_requested_ || (session_end && stream_ended_);
   };
-  mu_.AwaitWithDeadline(absl::Condition(&woken), deadline);
-  return woken();
+  return clock.AwaitWithDeadline(&mu_, absl::Condition(&woken), deadline);
 }
 
 void Agent::SetRegistered(bool registered) {
@@ -156,7 +156,7 @@ void Agent::Run() {
     WEFT_LOG(WARNING) << "controller session ended node=" << config_.node_name()
                       << " attempt=" << attempt << " error=\"" << ended.ToString()
                       << "\" retry_in_ms=" << absl::ToInt64Milliseconds(delay);
-    WaitUntil(absl::Now() + delay, /*session_end=*/false);
+    WaitUntil(*clock_, clock_->Now() + delay, /*session_end=*/false);
   }
   WEFT_LOG(INFO) << "agent stopped node=" << config_.node_name();
 }
@@ -234,17 +234,15 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
   std::thread writer(
       [this, &stream, &outbound, &write_failed] { WriteUplink(stream.get(), &outbound, &write_failed); });
 
-  absl::Time next = absl::Now();
+  absl::Time next = clock_->Now();
   while (true) {
     weft::v1::AgentMessage message;
     *message.mutable_telemetry() = Collect();
     if (outbound.PushTelemetry(std::move(message))) metrics_.TelemetryDropped();
     if (write_failed) break;
     // Fixed rate; intervals missed (a slow write) are skipped, not bunched up.
-    const absl::Time now = absl::Now();
-    next += interval_;
-    if (next < now) next += ((now - next) / interval_ + 1) * interval_;
-    if (WaitUntil(next, /*session_end=*/true)) break;
+    next = NextTick(next, clock_->Now(), interval_);
+    if (WaitUntil(*clock_, next, /*session_end=*/true)) break;
     *lived_an_interval = true;
   }
 
@@ -253,7 +251,8 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
   if (write_failed) {
     // The call is over; give the reader a moment to collect the controller's status
     // (e.g. ABORTED) before cancelling would turn it into CANCELLED.
-    WaitUntil(absl::Now() + absl::Milliseconds(500), /*session_end=*/true);
+    // A wait on the network, so on real time whatever the agent's clock.
+    WaitUntil(RealClock(), absl::Now() + absl::Milliseconds(500), /*session_end=*/true);
   }
   stream->Cancel();  // unblocks a Write() stuck on a controller that stopped reading
   reader.join();

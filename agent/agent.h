@@ -119,9 +119,10 @@ class Agent {
   void PublishInventory() ABSL_LOCKS_EXCLUDED(mu_);
   void PublishPortStates(const std::vector<RawNicReading>& readings) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Waits until `deadline` (real time), Stop() or, when `session_end` is true, the end
+  // Waits until `deadline` on `clock`, Stop() or, when `session_end` is true, the end
   // of the current stream. True when it returned because of Stop() or the stream end.
-  bool WaitUntil(absl::Time deadline, bool session_end) ABSL_LOCKS_EXCLUDED(mu_);
+  bool WaitUntil(const Clock& clock, absl::Time deadline, bool session_end)
+      ABSL_LOCKS_EXCLUDED(mu_);
   bool stop_requested() const ABSL_LOCKS_EXCLUDED(mu_);
   // TelemetryBatch.tunables: the applied version and what drifted from it.
   weft::v1::TunablesStatus CheckTunables() ABSL_LOCKS_EXCLUDED(mu_, backend_mu_);

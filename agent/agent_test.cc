@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -17,7 +18,7 @@
 #include "common/testing/metrics.h"
 #include "agent/sim_backend.h"
 #include "agent/sim_faults.h"
-#include "common/clock.h"
+#include "common/fake_clock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
@@ -42,7 +43,6 @@ class FakeController : public weft::v1::AgentService::Service {
  public:
   struct Batch {
     weft::v1::TelemetryBatch batch;
-    absl::Time received;
     int stream;  // index of the stream (hello) it arrived on
   };
 
@@ -50,7 +50,6 @@ class FakeController : public weft::v1::AgentService::Service {
                         weft::v1::RegisterResponse* response) override {
     absl::MutexLock lock(&mu_);
     registers_.push_back(*request);
-    register_times_.push_back(absl::Now());
     const uint64_t epoch = std::max(next_epoch_, request->last_session_epoch() + 1);
     next_epoch_ = epoch + 1;
     granted_.push_back(epoch);
@@ -93,7 +92,7 @@ class FakeController : public weft::v1::AgentService::Service {
       if (!stream->Read(&message)) return grpc::Status::OK;
       absl::MutexLock lock(&mu_);
       if (message.has_telemetry()) {
-        batches_.push_back({message.telemetry(), absl::Now(), index});
+        batches_.push_back({message.telemetry(), index});
         ++batches_here;
       } else if (message.has_desired_state_ack()) {
         acks_.push_back(message.desired_state_ack());
@@ -103,11 +102,11 @@ class FakeController : public weft::v1::AgentService::Service {
     }
   }
 
-  // Waits until `done` holds over the recorded state (or kWait passes).
-  bool WaitFor(const std::function<bool(FakeController&)>& done) {
+  // Waits until `done` holds over the recorded state (or `timeout` passes).
+  bool WaitFor(const std::function<bool(FakeController&)>& done, absl::Duration timeout = kWait) {
     absl::MutexLock lock(&mu_);
     auto cond = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done(*this); };
-    return mu_.AwaitWithTimeout(absl::Condition(&cond), kWait);
+    return mu_.AwaitWithTimeout(absl::Condition(&cond), timeout);
   }
 
   // Fences the next stream (or, with `every_session`, each one) after `n` batches.
@@ -128,7 +127,6 @@ class FakeController : public weft::v1::AgentService::Service {
 
   // Read these under WaitFor's lock or after the agent stopped.
   std::vector<weft::v1::RegisterRequest> registers_;
-  std::vector<absl::Time> register_times_;
   std::vector<uint64_t> granted_;
   std::vector<AgentMessage> first_messages_;
   std::vector<Batch> batches_;
@@ -254,6 +252,39 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(agent_->Start().ok());
   }
 
+  // Runs the agent on the FakeClock until `done` holds over what the controller has
+  // recorded: each step lets the agent reach its next wait on the clock (the next
+  // interval, or the end of a backoff) and moves the clock to that wait's deadline.
+  // A step waits for the writer to send what was collected, so that stepping faster
+  // than gRPC delivers never overflows the agent's queue.
+  bool StepUntil(const std::function<bool(FakeController&)>& done, int max_steps = 1000) {
+    for (int step = 0; step < max_steps; ++step) {
+      if (controller_.WaitFor(done, absl::ZeroDuration())) return true;
+      if (!clock_.AwaitWaiters(1, kWait)) break;
+      AwaitWritesOrSessionEnd();
+      if (!clock_.AdvanceToNextDeadline(kWait)) break;
+    }
+    return controller_.WaitFor(done);
+  }
+
+  // Moves the clock over `intervals` of the agent's waits, not waiting for the writer.
+  void Step(int intervals) {
+    for (int i = 0; i < intervals; ++i) ASSERT_TRUE(clock_.AdvanceToNextDeadline(kWait));
+  }
+
+  // Waits (real time: this is gRPC's work) until every batch collected was sent or
+  // dropped, or the agent is out of session.
+  void AwaitWritesOrSessionEnd() {
+    const absl::Time deadline = absl::Now() + kWait;
+    while (absl::Now() < deadline && agent_->registered()) {
+      const double collected = Metric("weft_agent_collection_duration_seconds_count").value_or(0);
+      const double gone = Metric("weft_agent_telemetry_batches_sent_total").value_or(0) +
+                          Metric("weft_agent_telemetry_dropped_total").value_or(0);
+      if (gone >= collected) return;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+
   // Stops the agent and returns how long that took.
   absl::Duration TimedStop() {
     const absl::Time start = absl::Now();
@@ -270,7 +301,8 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   std::string controller_address_;
   weft::v1::AgentConfig config_;
-  RealClock clock_;
+  // The agent's loop, backoff and the simulated counters all run on it.
+  FakeClock clock_;
   prometheus::Registry registry_;
   std::unique_ptr<HealthServer> health_;
   std::unique_ptr<SimBackend> backend_;
@@ -282,7 +314,7 @@ class AgentTest : public ::testing::Test {
 
 TEST_F(AgentTest, RegistersStreamsTelemetryAtTheIntervalAndStopsPromptly) {
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 8; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 8; }));
   ASSERT_TRUE(agent_->registered());
   EXPECT_EQ(Metric("weft_agent_registered"), 1.0);
   const absl::Duration stop_took = TimedStop();
@@ -332,12 +364,9 @@ TEST_F(AgentTest, RegistersStreamsTelemetryAtTheIntervalAndStopsPromptly) {
       EXPECT_GE(s.port_counters().xmit_bytes().total(),
                 batches[i - 1].batch.samples(n).port_counters().xmit_bytes().total());
     }
-    if (i > 0) EXPECT_GT(b.collected_at_us(), batches[i - 1].batch.collected_at_us());
+    // Collected exactly one interval apart on the agent's clock.
+    if (i > 0) EXPECT_EQ(b.collected_at_us() - batches[i - 1].batch.collected_at_us(), 50'000);
   }
-  const absl::Duration mean_gap =
-      (batches.back().received - batches.front().received) / (batches.size() - 1);
-  EXPECT_GE(mean_gap, absl::Milliseconds(40)) << "batches faster than the interval";
-  EXPECT_LE(mean_gap, absl::Milliseconds(250)) << "batches far slower than the interval";
 
   // The counter moves once the write completes, which may be just after the controller
   // has the batch: the newest one may not be counted yet.
@@ -360,7 +389,7 @@ TEST_F(AgentTest, RegistersStreamsTelemetryAtTheIntervalAndStopsPromptly) {
 TEST_F(AgentTest, ReregistersWithHigherEpochAfterTheStreamIsFenced) {
   controller_.FenceAfterBatches(3);
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) {
+  ASSERT_TRUE(StepUntil([](FakeController& c) {
     int on_second = 0;
     for (const auto& b : c.batches_) on_second += b.stream == 1;
     return on_second >= 3;
@@ -389,19 +418,34 @@ TEST_F(AgentTest, ReregistersWithHigherEpochAfterTheStreamIsFenced) {
 TEST_F(AgentTest, RepeatedFencingBacksOffInsteadOfFlapping) {
   // Each session lives two intervals, then is fenced, as when two agents share a name.
   controller_.FenceAfterBatches(2, /*every_session=*/true);
+  ::testing::internal::CaptureStderr();
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor(
+  ASSERT_TRUE(StepUntil(
       [](FakeController& c) { return c.registers_.size() >= 6 && c.batches_.size() >= 11; }));
   agent_->Stop();
-  absl::MutexLock lock(&controller_.mu_);
-  // The last batch of session 5 to the Register of session 6 is the 5th backoff:
-  // 10 ms doubling, capped at 100 ms, jittered into [base/2, base] = [50, 100] ms.
-  // Had the backoff started over after each healthy-looking session, it would be 5-10 ms.
-  absl::Time last_batch_of_fifth;
-  for (const auto& b : controller_.batches_) {
-    if (b.stream == 4) last_batch_of_fifth = b.received;
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  // The k-th retry waits 10 ms doubling, capped at 100 ms, jittered into [base/2, base]:
+  // the 5th is 50-100 ms. Had the backoff started over after each healthy-looking
+  // session, every one would be 5-10 ms.
+  std::vector<int64_t> retries_ms;
+  for (absl::string_view rest = log;;) {
+    const size_t at = rest.find("retry_in_ms=");
+    if (at == absl::string_view::npos) break;
+    rest.remove_prefix(at + strlen("retry_in_ms="));
+    int64_t ms = 0;
+    while (!rest.empty() && absl::ascii_isdigit(rest.front())) {
+      ms = ms * 10 + (rest.front() - '0');
+      rest.remove_prefix(1);
+    }
+    retries_ms.push_back(ms);
   }
-  EXPECT_GE(controller_.register_times_[5] - last_batch_of_fifth, absl::Milliseconds(40));
+  ASSERT_GE(retries_ms.size(), 5u) << log;
+  for (size_t k = 0; k < 5; ++k) {
+    const int64_t base = std::min<int64_t>(10 << k, 100);
+    EXPECT_GE(retries_ms[k], base / 2) << "retry " << k + 1;
+    EXPECT_LE(retries_ms[k], base) << "retry " << k + 1;
+  }
+  absl::MutexLock lock(&controller_.mu_);
   for (size_t i = 1; i < controller_.registers_.size(); ++i) {
     EXPECT_EQ(controller_.registers_[i].last_session_epoch(), controller_.granted_[i - 1]);
   }
@@ -465,9 +509,9 @@ TEST_F(AgentTest, AppliesDesiredStateAcksWithReadBackAndReportsDrift) {
   StartAgent([&drifted](NicBackend* inner) {
     return std::unique_ptr<NicBackend>(std::make_unique<DriftingBackend>(inner, &drifted));
   });
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
   controller_.Push(DesiredStatePush(7));
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   {
     absl::MutexLock lock(&controller_.mu_);
     const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
@@ -487,7 +531,7 @@ TEST_F(AgentTest, AppliesDesiredStateAcksWithReadBackAndReportsDrift) {
 
   // Later batches carry the applied version and no drift...
   size_t seen = 0;
-  ASSERT_TRUE(controller_.WaitFor([&seen](FakeController& c) {
+  ASSERT_TRUE(StepUntil([&seen](FakeController& c) {
     seen = c.batches_.size();
     return c.batches_.back().batch.tunables().applied_version() == 7;
   }));
@@ -497,7 +541,7 @@ TEST_F(AgentTest, AppliesDesiredStateAcksWithReadBackAndReportsDrift) {
   }
   // ... until the NIC's value changes behind the agent's back.
   drifted = true;
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) {
+  ASSERT_TRUE(StepUntil([](FakeController& c) {
     return c.batches_.back().batch.tunables().drift_size() > 0;
   }));
   absl::MutexLock lock(&controller_.mu_);
@@ -521,11 +565,11 @@ TEST_F(AgentTest, DriftIsCheckedOnItsOwnIntervalAndAfterEachApply) {
   StartAgent([&](NicBackend* inner) {
     return std::unique_ptr<NicBackend>(std::make_unique<DriftingBackend>(inner, &drifted, &reads));
   });
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
   controller_.Push(DesiredStatePush(7));
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   size_t first = 0;
-  ASSERT_TRUE(controller_.WaitFor([&first](FakeController& c) {
+  ASSERT_TRUE(StepUntil([&first](FakeController& c) {
     first = c.batches_.size();
     return c.batches_.back().batch.tunables().applied_version() == 7;
   }));
@@ -533,7 +577,7 @@ TEST_F(AgentTest, DriftIsCheckedOnItsOwnIntervalAndAfterEachApply) {
   const int reads_after_apply = reads.load();
   EXPECT_GT(reads_after_apply, 0);
   drifted = true;
-  ASSERT_TRUE(controller_.WaitFor([first](FakeController& c) { return c.batches_.size() >= first + 5; }));
+  ASSERT_TRUE(StepUntil([first](FakeController& c) { return c.batches_.size() >= first + 5; }));
   EXPECT_EQ(reads.load(), reads_after_apply) << "the NICs were read again within the interval";
   absl::MutexLock lock(&controller_.mu_);
   for (size_t i = first; i < controller_.batches_.size(); ++i) {
@@ -544,11 +588,11 @@ TEST_F(AgentTest, DriftIsCheckedOnItsOwnIntervalAndAfterEachApply) {
 
 TEST_F(AgentTest, NacksAnInvalidStateNamingParameterValueAndRange) {
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
   ControllerMessage push = DesiredStatePush(8);
   push.mutable_desired_state()->mutable_dcqcn()->set_rp_gd(99);
   controller_.Push(push);
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   {
     absl::MutexLock lock(&controller_.mu_);
     const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
@@ -569,11 +613,11 @@ TEST_F(AgentTest, NacksAnInvalidStateNamingParameterValueAndRange) {
 
 TEST_F(AgentTest, StateForAnotherNodeIsRefusedUntouched) {
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
   ControllerMessage push = DesiredStatePush(12);
   push.mutable_desired_state()->set_node_name("node-8");
   controller_.Push(push);
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   {
     absl::MutexLock lock(&controller_.mu_);
     ASSERT_EQ(controller_.acks_[0].errors_size(), 1);
@@ -587,9 +631,9 @@ TEST_F(AgentTest, StateForAnotherNodeIsRefusedUntouched) {
 TEST_F(AgentTest, RejectTunablesFaultNacksNamingNicAndParameter) {
   config_.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_REJECT_TUNABLES);
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
   controller_.Push(DesiredStatePush(9));
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   absl::MutexLock lock(&controller_.mu_);
   const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
   EXPECT_FALSE(ack.accepted());
@@ -603,9 +647,9 @@ TEST_F(AgentTest, RejectTunablesFaultNacksNamingNicAndParameter) {
 TEST_F(AgentTest, DryRunWritesNothingAndNacksWhatWouldChange) {
   config_.set_tunables_dry_run(true);
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
   controller_.Push(DesiredStatePush(10));
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   {
     absl::MutexLock lock(&controller_.mu_);
     const weft::v1::DesiredStateAck& ack = controller_.acks_[0];
@@ -619,11 +663,11 @@ TEST_F(AgentTest, DryRunWritesNothingAndNacksWhatWouldChange) {
 
 TEST_F(AgentTest, HelloAfterReconnectCarriesTheAppliedVersion) {
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
   controller_.Push(DesiredStatePush(11));
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   controller_.FenceAfterBatches(1);
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.first_messages_.size() >= 2; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.first_messages_.size() >= 2; }));
   absl::MutexLock lock(&controller_.mu_);
   EXPECT_EQ(controller_.first_messages_[0].hello().applied_version(), 0u);
   EXPECT_EQ(controller_.first_messages_[1].hello().applied_version(), 11u);
@@ -634,15 +678,15 @@ TEST_F(AgentTest, HelloAfterReconnectCarriesTheAppliedVersion) {
 // meanwhile is never dropped: it arrives once the controller reads again.
 TEST_F(AgentTest, StalledControllerDropsOldestTelemetryNeverAcksAndNeverStallsCollection) {
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 2; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 2; }));
   controller_.StallReads(true);
   const double collections_before =
       Metric("weft_agent_collection_duration_seconds_count").value_or(-1);
   controller_.Push(DesiredStatePush(7));
   // gRPC's flow-control window fills after a few dozen 4-NIC batches; then the queue.
-  const absl::Time deadline = absl::Now() + kWait;
-  while (Metric("weft_agent_telemetry_dropped_total").value_or(0) < 5 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(50));
+  for (int step = 0; step < 1000 && Metric("weft_agent_telemetry_dropped_total").value_or(0) < 5;
+       ++step) {
+    Step(1);
   }
   EXPECT_GE(Metric("weft_agent_telemetry_dropped_total").value_or(0), 5.0);
   // Collection went on at its interval the whole time.
@@ -654,7 +698,7 @@ TEST_F(AgentTest, StalledControllerDropsOldestTelemetryNeverAcksAndNeverStallsCo
     EXPECT_TRUE(controller_.acks_.empty());
   }
   controller_.StallReads(false);
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.acks_.empty(); }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.acks_.empty(); }));
   {
     absl::MutexLock lock(&controller_.mu_);
     EXPECT_EQ(controller_.acks_[0].version(), 7u);
@@ -668,9 +712,10 @@ TEST_F(AgentTest, StalledControllerDropsOldestTelemetryNeverAcksAndNeverStallsCo
 TEST_F(AgentTest, DeadFaultRegistersButNeverSendsTelemetry) {
   config_.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_DEAD);
   StartAgent();
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return !c.first_messages_.empty(); }));
-  // Six intervals of silence; the thing under test is an absence, so real time it is.
-  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return !c.first_messages_.empty(); }));
+  // Six intervals, each collected and written: none reaches the controller.
+  Step(6);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
   EXPECT_TRUE(agent_->registered());
   EXPECT_LT(TimedStop(), absl::Seconds(1));
   absl::MutexLock lock(&controller_.mu_);
@@ -684,7 +729,7 @@ TEST_F(AgentTest, UnreadableNicIsReportedAndCountedWhileTheOthersStream) {
   StartAgent([](NicBackend* inner) -> std::unique_ptr<NicBackend> {
     return std::make_unique<OneNicFailsBackend>(inner, "mlx5_1");
   });
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 3; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 3; }));
   agent_->Stop();
 
   absl::MutexLock lock(&controller_.mu_);
@@ -707,7 +752,7 @@ TEST_F(AgentTest, MissingCountersAreSaidOnceAndCountedNotRepeatedEveryInterval) 
     missing = backend.get();
     return backend;
   });
-  ASSERT_TRUE(controller_.WaitFor([](FakeController& c) { return c.batches_.size() >= 4; }));
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 4; }));
   // NIC series carry the netdev and PCI address the node registered with.
   auto labels = [this](int nic) -> std::map<std::string, std::string> {
     absl::MutexLock lock(&controller_.mu_);
@@ -722,7 +767,7 @@ TEST_F(AgentTest, MissingCountersAreSaidOnceAndCountedNotRepeatedEveryInterval) 
     absl::MutexLock lock(&controller_.mu_);
     return controller_.batches_.size();
   }();
-  ASSERT_TRUE(controller_.WaitFor([seen](FakeController& c) { return c.batches_.size() >= seen + 3; }));
+  ASSERT_TRUE(StepUntil([seen](FakeController& c) { return c.batches_.size() >= seen + 3; }));
   agent_->Stop();
   const std::string log = ::testing::internal::GetCapturedStderr();
 
@@ -784,13 +829,19 @@ TEST_F(AgentTest, HealthIsServingOnlyWhileRegistered) {
 TEST_F(AgentTest, ControllerDownRetriesWithBackoffNotAFlood) {
   config_.set_controller_address("127.0.0.1:1");  // connection refused
   StartAgent();
-  absl::SleepFor(absl::Milliseconds(500));
-  EXPECT_FALSE(agent_->registered());
-  const double reconnects = Metric("weft_agent_reconnects_total").value_or(0);
-  // 10 ms doubling to 100 ms (jittered into the upper half): a handful of tries in
-  // half a second, not thousands.
-  EXPECT_GE(reconnects, 3.0);
-  EXPECT_LE(reconnects, 40.0);
+  // Each failed attempt waits 10 ms doubling to 100 ms, jittered into [base/2, base],
+  // on the agent's clock; the next attempt comes when, and only when, it ends.
+  for (int attempt = 1; attempt <= 8; ++attempt) {
+    ASSERT_TRUE(clock_.AwaitWaiters(1)) << "attempt " << attempt;
+    const absl::Duration wait = *clock_.NextDeadline() - clock_.Now();
+    const absl::Duration base = std::min(absl::Milliseconds(10) * (1 << (attempt - 1)),
+                                         absl::Milliseconds(100));
+    EXPECT_GE(wait, base / 2) << "attempt " << attempt;
+    EXPECT_LE(wait, base) << "attempt " << attempt;
+    EXPECT_EQ(Metric("weft_agent_reconnects_total"), attempt - 1);
+    EXPECT_FALSE(agent_->registered());
+    Step(1);
+  }
   EXPECT_LT(TimedStop(), absl::Seconds(1));
 }
 
@@ -799,7 +850,8 @@ TEST_F(AgentTest, StopInterruptsALongBackoff) {
   config_.mutable_reconnect()->set_initial_backoff_ms(30000);
   config_.mutable_reconnect()->set_max_backoff_ms(60000);
   StartAgent();
-  absl::SleepFor(absl::Milliseconds(100));  // first attempt fails; now sleeping ≥ 15 s
+  ASSERT_TRUE(clock_.AwaitWaiters(1));  // the first attempt failed; it waits 15-30 s
+  EXPECT_GE(*clock_.NextDeadline() - clock_.Now(), absl::Seconds(15));
   EXPECT_LT(TimedStop(), absl::Seconds(1));
 }
 

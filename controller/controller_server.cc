@@ -44,7 +44,8 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                                       InventoryOptions::FromConfig(config_).health)},
                  &placement_metrics_, store),
       placement_service_(&placement_),
-      store_(store) {}
+      store_(store),
+      ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }) {}
 
 ControllerServer::~ControllerServer() { Stop(); }
 
@@ -146,7 +147,7 @@ absl::Status ControllerServer::Start() {
   health->SetServingStatus(weft::v1::RendezvousService::service_full_name(), true);
   rendezvous_service_.Start();
 
-  ticker_ = std::thread([this] { RunTicker(); });
+  ticker_.Start();
   started_ = true;
   return absl::OkStatus();
 }
@@ -169,13 +170,10 @@ RendezvousServiceOptions ControllerServer::RendezvousOptions(
   return options;
 }
 
-void ControllerServer::RunTicker() {
-  const absl::Duration period = absl::Milliseconds(config_.telemetry_interval_ms()) / 4;
-  while (!stop_ticker_.WaitForNotificationWithTimeout(period)) {
-    inventory_.Sweep();
-    placement_.RefreshGauges();
-    rollouts_->Tick();
-  }
+void ControllerServer::Tick() {
+  inventory_.Sweep();
+  placement_.RefreshGauges();
+  rollouts_->Tick();
 }
 
 void ControllerServer::Stop() {
@@ -188,8 +186,7 @@ void ControllerServer::Stop() {
   rendezvous_service_.Stop();
   grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
   grpc_server_->Wait();
-  stop_ticker_.Notify();
-  ticker_.join();
+  ticker_.Stop();
   metrics_server_.reset();
   WEFT_LOG(INFO) << "controller stopped";
 }

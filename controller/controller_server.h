@@ -32,12 +32,11 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "common/metrics_server.h"
+#include "common/periodic_task.h"
 #include "controller/admin_service.h"
 #include "controller/agent_service.h"
 #include "controller/audit_log.h"
@@ -115,7 +114,7 @@ class ControllerServer {
     AuditLog* const log_;
   };
 
-  void RunTicker();
+  void Tick();
   static RendezvousServiceOptions RendezvousOptions(const weft::v1::ControllerConfig& config);
 
   const weft::v1::ControllerConfig config_;
@@ -150,8 +149,8 @@ class ControllerServer {
   std::unique_ptr<security::CertificateMonitor> certificate_monitor_;
   std::string listen_address_;
   int grpc_port_ = 0;
-  absl::Notification stop_ticker_;
-  std::thread ticker_;
+  // Liveness sweep, gauges and rollout steps, on the clock (a FakeClock steps it).
+  PeriodicTask ticker_;
 };
 
 }  // namespace weft::controller

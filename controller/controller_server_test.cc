@@ -185,6 +185,14 @@ class ControllerServerTest : public ::testing::Test {
     return MetricValue(*registry_, name, labels).value_or(-1);
   }
 
+  // Moves the FakeClock and returns once the ticker and the rendezvous sweeper (the
+  // threads that wait on it) have run every tick that came due and wait again.
+  void Advance(absl::Duration d) {
+    clock_.Advance(d);
+    ASSERT_TRUE(clock_.AwaitWaiters(kClockThreads)) << "ticker and sweeper did not wait again";
+  }
+  static constexpr size_t kClockThreads = 2;
+
   FakeClock clock_;
   std::shared_ptr<prometheus::Registry> registry_;
   ControllerServer server_;
@@ -300,14 +308,16 @@ TEST_F(ControllerServerTest, TickerMarksSilentNodesDownAndTelemetryRevivesThem) 
   ASSERT_TRUE(session.stream->Write(Telemetry()));
   ASSERT_TRUE(Eventually([&] { return Metric("weft_controller_telemetry_batches_total") == 1; }));
 
-  // 3 × 100 ms is the threshold; the ticker runs every 25 ms of real time and judges
-  // silence by the FakeClock.
-  clock_.Advance(absl::Milliseconds(300));
-  absl::SleepFor(absl::Milliseconds(100));  // four ticks that must change nothing
+  // 3 × 100 ms is the threshold; the ticker runs every 25 ms of the FakeClock.
+  for (int tick = 1; tick <= 12; ++tick) {
+    Advance(absl::Milliseconds(25));
+    ASSERT_EQ(GetNode("n1")->state(), weft::v1::NODE_STATE_HEALTHY) << "tick " << tick;
+  }
+  // Past the threshold, but only a tick judges it.
+  Advance(absl::Milliseconds(1));
   EXPECT_EQ(GetNode("n1")->state(), weft::v1::NODE_STATE_HEALTHY);
-  clock_.Advance(absl::Milliseconds(1));
-  ASSERT_TRUE(Eventually(
-      [&] { return GetNode("n1")->state() == weft::v1::NODE_STATE_DOWN; }));
+  Advance(absl::Milliseconds(24));
+  EXPECT_EQ(GetNode("n1")->state(), weft::v1::NODE_STATE_DOWN);
   auto down = GetNode("n1");
   EXPECT_FALSE(down->reporting());
   EXPECT_EQ(down->rates().tx_gbps(), 0);
@@ -340,17 +350,18 @@ TEST_F(ControllerServerTest, PfcStormDegradesTheNodeOverTheWire) {
   int batches = 0;
   for (int i = 0; i < 5; ++i) {
     send(0.0, batches++);
-    clock_.Advance(absl::Milliseconds(100));
+    Advance(absl::Milliseconds(100));
   }
   const absl::Time storm_start = clock_.Now();
   send(0.9, batches++);
   // The rule fires on the second stormy sample; the node turns DEGRADED 2 s (the
   // default degrade_after) after the first.
   for (int i = 0; i < 19; ++i) {
-    clock_.Advance(absl::Milliseconds(100));
+    Advance(absl::Milliseconds(100));
     send(0.9, batches++);
   }
-  absl::SleepFor(absl::Milliseconds(100));  // ticks that must not degrade it yet
+  // The three ticks still before the 2 s must not degrade it.
+  Advance(absl::Milliseconds(75));
   auto before = GetNode("n1");
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(before->state(), weft::v1::NODE_STATE_HEALTHY);
@@ -360,7 +371,7 @@ TEST_F(ControllerServerTest, PfcStormDegradesTheNodeOverTheWire) {
   EXPECT_DOUBLE_EQ(before->findings(0).value(), 0.9);
   EXPECT_EQ(before->findings(0).since_us(), absl::ToUnixMicros(storm_start));
 
-  clock_.Advance(absl::Milliseconds(100));
+  Advance(absl::Milliseconds(25));
   send(0.9, batches++);
   ASSERT_TRUE(Eventually(
       [&] { return GetNode("n1")->state() == weft::v1::NODE_STATE_DEGRADED; }));
@@ -446,8 +457,8 @@ TEST_F(ControllerServerTest, ServesPlacementAndTheTickerExpiresLeasesFromTheGaug
   EXPECT_EQ(Metric("weft_controller_reserved_nodes"), 2);
 
   // No call after this: the ticker alone notices the lease ran out.
-  clock_.Advance(absl::Seconds(61));
-  EXPECT_TRUE(Eventually([&] { return Metric("weft_controller_reservations") == 0; }));
+  Advance(absl::Seconds(61));
+  EXPECT_EQ(Metric("weft_controller_reservations"), 0);
   EXPECT_EQ(Metric("weft_controller_reserved_nodes"), 0);
 }
 

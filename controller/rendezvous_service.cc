@@ -108,7 +108,11 @@ RendezvousServiceImpl::RendezvousServiceImpl(const Clock* clock, prometheus::Reg
                      .Help("Rendezvous exchanges the controller holds (waiting or kept for "
                            "retries until they expire).")
                      .Register(registry)
-                     .Add({})) {
+                     .Add({})),
+      sweeper_(clock, options_.sweep_period, [this] {
+        table_.Sweep();
+        exchanges_.Set(static_cast<double>(table_.exchange_count()));
+      }) {
   for (const char* result : kResults) calls_.Add({{"result", result}});
 }
 
@@ -117,17 +121,11 @@ RendezvousServiceImpl::~RendezvousServiceImpl() { Stop(); }
 void RendezvousServiceImpl::Start() {
   if (started_) return;
   started_ = true;
-  sweeper_ = std::thread([this] {
-    while (!stop_.WaitForNotificationWithTimeout(options_.sweep_period)) {
-      table_.Sweep();
-      exchanges_.Set(static_cast<double>(table_.exchange_count()));
-    }
-  });
+  sweeper_.Start();
 }
 
 void RendezvousServiceImpl::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
-  if (sweeper_.joinable()) sweeper_.join();
+  sweeper_.Stop();
   table_.FailAll(absl::UnavailableError(
       "the controller is shutting down; the job must rendezvous again once it is back"));
 }

@@ -27,12 +27,11 @@
 #ifndef WEFT_CONTROLLER_RENDEZVOUS_SERVICE_H_
 #define WEFT_CONTROLLER_RENDEZVOUS_SERVICE_H_
 
-#include <thread>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/periodic_task.h"
 #include "controller/rendezvous_table.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/counter.h"
@@ -82,8 +81,7 @@ class RendezvousServiceImpl final : public weft::v1::RendezvousService::Callback
   RendezvousTable table_;
   prometheus::Family<prometheus::Counter>& calls_;
   prometheus::Gauge& exchanges_;
-  absl::Notification stop_;
-  std::thread sweeper_;
+  PeriodicTask sweeper_;  // on the clock: a FakeClock steps it in tests
   bool started_ = false;  // Start/Stop run on one thread
 };
 
