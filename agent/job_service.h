@@ -1,7 +1,7 @@
 // The agent's job socket: weft.v1.JobService (job.proto) served over gRPC on a
 // Unix-domain socket (AgentConfig.job_socket, default /run/weft/agent.sock) to the
 // processes of the jobs on this node; libweft is the client
-// (datapath/agent_rendezvous.h).
+// (datapath/rendezvous/agent_rendezvous.h).
 //
 //   ChoosePath  answered here from the agent's discovered inventory
 //               (agent/job_path.h: GPU-affine NIC, RoCE v2 GID, traffic class).

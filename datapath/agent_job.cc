@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "datapath/agent_rendezvous.h"
+#include "datapath/rendezvous/agent_rendezvous.h"
 
 namespace weft::datapath {
 namespace {

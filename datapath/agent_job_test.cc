@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/agent_socket_fixture.h"
-#include "rdma/fake_verbs.h"
-#include "datapath/transport_test_util.h"
+#include "datapath/transport/transport_test_util.h"
 #include "gtest/gtest.h"
+#include "rdma/fake_verbs.h"
+#include "tests/agent_socket_fixture.h"
 
 namespace weft::datapath {
 namespace {

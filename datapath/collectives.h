@@ -79,7 +79,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -88,6 +87,10 @@
 #include "datapath/transport.h"
 
 namespace weft::datapath {
+
+namespace collectives_internal {
+struct Context;
+}  // namespace collectives_internal
 
 struct CommunicatorOptions {
   // All-reduce: recursive doubling up to this many bytes per rank; two rounds or the
@@ -219,19 +222,6 @@ class Communicator {
  private:
   void CountAlgorithm(const char* name) ABSL_LOCKS_EXCLUDED(algorithms_mu_);
 
-  // Growable scratch memory, registered with the transport.
-  class Scratch {
-   public:
-    explicit Scratch(Transport* transport) : transport_(transport) {}
-    ~Scratch();
-    absl::StatusOr<char*> Get(size_t num_bytes);
-
-   private:
-    Transport* transport_;
-    char* data_ = nullptr;
-    size_t capacity_ = 0;
-  };
-
   using Op = std::function<absl::Status()>;
 
   Communicator(std::unique_ptr<Transport> transport, const CommunicatorOptions& options);
@@ -239,9 +229,6 @@ class Communicator {
   WorkHandle Enqueue(Op op);
   absl::Status Execute(const Op& op);
   void WorkerLoop();
-
-  // memcpy of non-overlapping buffers that keeps the transport moving meanwhile.
-  void CopyWhileProgressing(char* dst, const char* src, size_t num_bytes);
 
   absl::Status CheckAllReduce(DataType type, const AllReduceOptions& options) const;
   absl::Status CheckAllGather(const void* input, const void* output, size_t count,
@@ -256,28 +243,13 @@ class Communicator {
   absl::Status CheckAllToAllV(absl::Span<const size_t> send_counts,
                               absl::Span<const size_t> recv_counts) const;
 
+  // Each chooses the algorithm (datapath/collectives/*.h runs it), counts it and
+  // annotates its error.
   absl::Status DoAllReduce(char* data, size_t count, DataType type, ReduceOp op, bool compress);
-  absl::Status AllReduceRecursiveDoubling(char* data, size_t count, DataType type, ReduceOp op,
-                                          bool compress);
-  absl::Status AllReduceDirect(char* data, size_t count, DataType type, ReduceOp op);
-  absl::Status AllReduceHalving(char* data, size_t count, DataType type, ReduceOp op);
-  absl::Status AllReduceRing(char* data, size_t count, DataType type, ReduceOp op, bool compress);
-  absl::Status AllReduceRingStreamed(char* data, size_t count, DataType type, ReduceOp op);
   absl::Status DoAllReduceCoalesced(absl::Span<const TensorRef> tensors, DataType type, ReduceOp op,
                                     bool compress);
   absl::Status DoReduceScatter(const char* input, char* output, size_t count, DataType type,
                                ReduceOp op);
-  absl::Status ReduceScatterDirect(const char* input, char* output, size_t count, DataType type,
-                                   ReduceOp op);
-  // One everyone-to-everyone reduce-scatter round: block(r), block_count(r) elements,
-  // goes to every other rank r; `own_part` (this rank's part of its own block) is copied
-  // to `own` while they move, and the other ranks' parts are reduced into it. Returns
-  // once every send is out.
-  absl::Status ReduceScatterRound(absl::FunctionRef<const char*(int)> block,
-                                  absl::FunctionRef<size_t(int)> block_count,
-                                  const char* own_part, char* own, DataType type, ReduceOp op);
-  absl::Status ReduceScatterRing(const char* input, char* output, size_t count, DataType type,
-                                 ReduceOp op);
   absl::Status DoAllGather(const char* input, char* output, size_t count, DataType type);
   absl::Status DoBroadcast(char* data, size_t count, DataType type, int root);
   absl::Status DoAllToAllV(const char* input, absl::Span<const size_t> send_counts, char* output,
@@ -288,10 +260,8 @@ class Communicator {
   const int size_;
   const CommunicatorOptions options_;
   std::unique_ptr<Transport> transport_;
-  Scratch recv_scratch_;
-  Scratch send_scratch_;
-  Scratch accumulate_scratch_;
-  Scratch fusion_scratch_;
+  // After transport_: its scratch memory is unregistered from the transport first.
+  std::unique_ptr<collectives_internal::Context> context_;
 
   struct Job {
     Op op;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "datapath/transport_test_util.h"
+#include "datapath/transport/transport_test_util.h"
 #include "gtest/gtest.h"
 
 namespace weft::datapath {

@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "datapath/in_process_rendezvous.h"
-#include "datapath/socket_util.h"
+#include "datapath/rendezvous/in_process_rendezvous.h"
+#include "datapath/transport/socket_util.h"
 #include "rdma/verbs_ibv.h"
 
 namespace weft::datapath {

@@ -47,8 +47,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "datapath/collectives.h"
-#include "datapath/tcp_rendezvous.h"
-#include "datapath/transport_factory.h"
+#include "datapath/rendezvous/tcp_rendezvous.h"
+#include "datapath/transport/transport_factory.h"
 #include "rdma/verbs.h"
 
 namespace weft::datapath {

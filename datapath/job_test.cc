@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "rdma/fake_verbs.h"
-#include "datapath/transport_test_util.h"
+#include "datapath/transport/transport_test_util.h"
 #include "gtest/gtest.h"
+#include "rdma/fake_verbs.h"
 
 namespace weft::datapath {
 namespace {

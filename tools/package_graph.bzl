@@ -21,7 +21,7 @@ LIBRARIES = {
     "policy": ["common"],
     "topology": ["common"],
     "rdma": ["common"],
-    "datapath": ["rdma"],
+    "datapath": ["rdma"],  # libweft: sub-packages transport/, rendezvous/, collectives/
     "agent": ["rdma", "security"],
     "controller": ["placement", "policy", "security", "store", "topology"],
     "cli": ["placement", "policy", "security", "topology"],

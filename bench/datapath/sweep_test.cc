@@ -6,7 +6,7 @@
 
 #include "bench/datapath/weft_library.h"
 #include "datapath/collectives.h"
-#include "datapath/transport_test_util.h"
+#include "datapath/transport/transport_test_util.h"
 #include "gtest/gtest.h"
 
 namespace weft::bench {

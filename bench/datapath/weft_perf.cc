@@ -41,9 +41,9 @@
 #include "bench/datapath/weft_library.h"
 #include "common/file.h"
 #include "common/logging.h"
-#include "datapath/socket_util.h"
-#include "datapath/tcp_rendezvous.h"
-#include "datapath/transport_factory.h"
+#include "datapath/rendezvous/tcp_rendezvous.h"
+#include "datapath/transport/socket_util.h"
+#include "datapath/transport/transport_factory.h"
 #include "rdma/verbs_ibv.h"
 
 ABSL_FLAG(std::string, out, "", "Also write the markdown section to this file.");
