@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/testing/temp_dir.h"
 #include "google/protobuf/descriptor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,8 +26,7 @@ constexpr char kControllerExample[] = "deploy/examples/controller.yaml";
 constexpr char kAgentExample[] = "deploy/examples/agent.yaml";
 
 std::string WriteTempFile(absl::string_view name, absl::string_view contents) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+  const std::string path = weft::testing::TempPath(std::string(name));
   std::ofstream(path) << contents;
   return path;
 }
@@ -354,7 +354,7 @@ TEST(DaemonConfigTransportTest, PlaintextOnlyOnLoopbackUnlessInsecure) {
   absl::Status refused = ValidateControllerConfig(controller);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.message()),
-              testing::HasSubstr("listen_address '0.0.0.0:7400' is not a loopback address"));
+              ::testing::HasSubstr("listen_address '0.0.0.0:7400' is not a loopback address"));
   controller.set_insecure(true);
   EXPECT_TRUE(ValidateControllerConfig(controller).ok());
 
@@ -362,18 +362,18 @@ TEST(DaemonConfigTransportTest, PlaintextOnlyOnLoopbackUnlessInsecure) {
   agent.set_node_name("n1");
   agent.set_controller_address("10.0.0.1:7400");
   EXPECT_THAT(std::string(ValidateAgentConfig(agent).message()),
-              testing::HasSubstr("controller_address '10.0.0.1:7400' is not a loopback"));
+              ::testing::HasSubstr("controller_address '10.0.0.1:7400' is not a loopback"));
   agent.mutable_tls()->set_cert_file("/pki/n1.crt");
   agent.mutable_tls()->set_key_file("/pki/n1.key");
   agent.mutable_tls()->set_ca_file("/pki/ca.crt");
   EXPECT_TRUE(ValidateAgentConfig(agent).ok());
   agent.set_insecure(true);
   EXPECT_THAT(std::string(ValidateAgentConfig(agent).message()),
-              testing::HasSubstr("field 'insecure': value 'true' contradicts the tls files"));
+              ::testing::HasSubstr("field 'insecure': value 'true' contradicts the tls files"));
   agent.set_insecure(false);
   agent.mutable_tls()->clear_key_file();
   EXPECT_THAT(std::string(ValidateAgentConfig(agent).message()),
-              testing::HasSubstr("are only partly set"));
+              ::testing::HasSubstr("are only partly set"));
 }
 
 }  // namespace

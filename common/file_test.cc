@@ -4,15 +4,13 @@
 #include <fstream>
 #include <string>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace weft {
 namespace {
 
-std::string TempDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
+std::string TempDir() { return weft::testing::TempPath(""); }
 
 TEST(ReadWholeFileTest, ReturnsEveryByteIncludingNulsAndLargeFiles) {
   const std::string path = TempDir() + "/whole.bin";

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace weft {
@@ -39,7 +40,7 @@ TEST(FormatLogLineTest, OneEventIsOneLineWhateverTheMessageHolds) {
 }
 
 TEST(IsJournalStreamTest, MatchesTheFileJournalStreamNames) {
-  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/stream");
+  const std::string path = weft::testing::TempPath("stream");
   const int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
   ASSERT_GE(fd, 0);
   struct stat st;

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/testing/temp_dir.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/dynamic_message.h"
@@ -316,10 +317,7 @@ TEST(MergeYamlErrorTest, NonScalarKey) {
 // ---------------------------------------------------------------------------
 // Files.
 
-std::string TempPath(absl::string_view name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
-}
+using weft::testing::TempPath;
 
 TEST(MergeYamlFileTest, ErrorsNameThePath) {
   const std::string path = TempPath("bad_agent.yaml");

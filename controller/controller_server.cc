@@ -87,12 +87,9 @@ absl::Status ControllerServer::Start() {
   // With the controller's database they live in it, beside everything else it keeps.
   if (store_ != nullptr) {
     rollout_store_ = std::make_unique<store::SqliteRolloutStore>(store_);
-  } else if (config_.state_dir().empty()) {
-    WEFT_LOG(WARNING) << "no state_dir: rollouts are kept in memory only";
-    rollout_store_ = std::make_unique<store::MemoryRolloutStore>();
   } else {
-    ASSIGN_OR_RETURN(rollout_store_, store::FileRolloutStore::Open(
-                                         absl::StrCat(config_.state_dir(), "/rollouts")));
+    WEFT_LOG(WARNING) << "no durable store: rollouts are kept in memory only";
+    rollout_store_ = std::make_unique<store::MemoryRolloutStore>();
   }
   rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,
                                                rollout_store_.get(), &rollout_metrics_, clock_);

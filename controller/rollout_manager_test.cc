@@ -1,8 +1,7 @@
-// RolloutManager over a real Inventory, DesiredStateManager and FileRolloutStore, with
+// RolloutManager over a real Inventory, DesiredStateManager and SqliteRolloutStore, with
 // a FakeClock and a fake agent side that answers the desired states it is sent.
 #include "controller/rollout_manager.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -15,9 +14,12 @@
 #include "common/fake_clock.h"
 #include "controller/controller_metrics.h"
 #include "common/testing/metrics.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "store/controller_store.h"
+#include "store/sqlite_rollout_store.h"
 
 namespace weft::controller {
 namespace {
@@ -53,11 +55,6 @@ weft::v1::PolicyRequest Request(int ai_rate) {
   return request;
 }
 
-std::string StateDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name);
-}
-
 // The agents: every connected node gets what it is sent; `refuse` NACKs.
 struct FakeAgents {
   std::map<std::string, weft::v1::DesiredState> inbox;  // newest per node
@@ -82,7 +79,8 @@ struct Controller {
   Controller(const Clock* clock, const std::string& dir, Inventory* inventory,
              FakeAgents* agents)
       : rollout_metrics(registry), desired(clock, &rollout_metrics) {
-    store = *store::FileRolloutStore::Open(dir);
+    database = *store::ControllerStore::Open(dir);
+    store = std::make_unique<store::SqliteRolloutStore>(database.get());
     agents->desired = &desired;
     desired.SetSender([agents](const std::string& node, weft::v1::ControllerMessage m) {
       agents->inbox[node] = m.desired_state();
@@ -95,7 +93,8 @@ struct Controller {
   prometheus::Registry registry;
   RolloutMetrics rollout_metrics;
   DesiredStateManager desired;
-  std::unique_ptr<store::FileRolloutStore> store;
+  std::unique_ptr<store::ControllerStore> database;
+  std::unique_ptr<store::SqliteRolloutStore> store;
   std::unique_ptr<RolloutManager> manager;
 };
 
@@ -118,6 +117,7 @@ class RolloutManagerTest : public ::testing::Test {
   }
 
   void StartController(const std::string& dir) {
+    controller_.reset();  // a restart: the old one lets go of the database first
     controller_ = std::make_unique<Controller>(&clock_, dir, &inventory_, &agents_);
     ASSERT_TRUE(controller_->manager->Recover().ok());
   }
@@ -150,7 +150,7 @@ class RolloutManagerTest : public ::testing::Test {
 };
 
 TEST_F(RolloutManagerTest, RolloutCompletesAndEveryNodeHasTheNewVersion) {
-  StartController(StateDir("complete"));
+  StartController(weft::testing::TempPath("complete"));
   absl::StatusOr<weft::v1::Rollout> started = controller_->manager->Start(Request(20));
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_EQ(started->version(), 1u);
@@ -192,7 +192,7 @@ TEST_F(RolloutManagerTest, RolloutCompletesAndEveryNodeHasTheNewVersion) {
 }
 
 TEST_F(RolloutManagerTest, NodeRegisteringMidRolloutGetsTheNewVersionWhenItCompletes) {
-  StartController(StateDir("late"));
+  StartController(weft::testing::TempPath("late"));
   ASSERT_TRUE(controller_->manager->Start(Request(20)).ok());
   ASSERT_TRUE(RunUntil(weft::v1::ROLLOUT_PHASE_BAKING));
   weft::v1::NodeInfo info;
@@ -215,8 +215,8 @@ TEST_F(RolloutManagerTest, NodeRegisteringMidRolloutGetsTheNewVersionWhenItCompl
 }
 
 TEST_F(RolloutManagerTest, EditingThePolicyFileStartsARollout) {
-  StartController(StateDir("watch"));
-  const std::string path = StateDir("watched-policy.yaml");
+  StartController(weft::testing::TempPath("watch"));
+  const std::string path = weft::testing::TempPath("watched-policy.yaml");
   std::ofstream(path) << Request(20).policy_yaml();
   controller_->manager->WatchPolicyFile(path, absl::Seconds(3));
   Step();
@@ -246,7 +246,7 @@ TEST_F(RolloutManagerTest, EditingThePolicyFileStartsARollout) {
 }
 
 TEST_F(RolloutManagerTest, OnlyOneActiveRolloutAndABadPolicyIsRefused) {
-  StartController(StateDir("one"));
+  StartController(weft::testing::TempPath("one"));
   weft::v1::PolicyRequest bad = Request(20);
   bad.set_policy_yaml(absl::StrReplaceAll(bad.policy_yaml(), {{"dscp: 48", "dscp: 26"}}));
   absl::StatusOr<weft::v1::Rollout> refused = controller_->manager->Start(bad);
@@ -259,7 +259,7 @@ TEST_F(RolloutManagerTest, OnlyOneActiveRolloutAndABadPolicyIsRefused) {
 }
 
 TEST_F(RolloutManagerTest, DiffCountsNodesPerChange) {
-  StartController(StateDir("diff"));
+  StartController(weft::testing::TempPath("diff"));
   absl::StatusOr<weft::v1::DiffPolicyResponse> diff = controller_->manager->Diff(Request(20));
   ASSERT_TRUE(diff.ok()) << diff.status();
   EXPECT_EQ(diff->nodes_total(), 6u);
@@ -278,7 +278,7 @@ TEST_F(RolloutManagerTest, DiffCountsNodesPerChange) {
 }
 
 TEST_F(RolloutManagerTest, PauseResumeAbortByHand) {
-  StartController(StateDir("hand"));
+  StartController(weft::testing::TempPath("hand"));
   ASSERT_TRUE(controller_->manager->Start(Request(20)).ok());
   Step();
   Step();
@@ -306,7 +306,7 @@ TEST_F(RolloutManagerTest, PauseResumeAbortByHand) {
 }
 
 TEST_F(RolloutManagerTest, RestartMidRolloutResumesWhereItWas) {
-  const std::string dir = StateDir("restart");
+  const std::string dir = weft::testing::TempPath("restart");
   StartController(dir);
   ASSERT_TRUE(controller_->manager->Start(Request(20)).ok());
   ASSERT_TRUE(RunUntil(weft::v1::ROLLOUT_PHASE_WAVE));
@@ -340,12 +340,19 @@ TEST_F(RolloutManagerTest, RestartMidRolloutResumesWhereItWas) {
 }
 
 TEST_F(RolloutManagerTest, UnreadableRecordAfterRestartRollsBackTheActiveRollout) {
-  const std::string dir = StateDir("cannot-tell");
+  const std::string dir = weft::testing::TempPath("cannot-tell");
   StartController(dir);
   ASSERT_TRUE(controller_->manager->Start(Request(20)).ok());
   ASSERT_TRUE(RunUntil(weft::v1::ROLLOUT_PHASE_BAKING));
   const std::map<std::string, NodeSync> before = controller_->desired.All();
-  std::ofstream(dir + "/rollout-7.pb") << "not a proto";
+  ASSERT_TRUE(controller_->database->database()
+                  .Write(store::Durability::kAcknowledged,
+                         [](store::Transaction& txn) {
+                           return txn.Exec(
+                               "INSERT INTO rollouts(id, record) VALUES('rollout-7', ?)",
+                               {store::Blob{std::string("not a proto")}});
+                         })
+                  .ok());
   StartController(dir);
   EXPECT_EQ(Phase(), weft::v1::ROLLOUT_PHASE_ROLLING_BACK);
   for (const auto& [node, sync] : before) {

@@ -11,6 +11,7 @@
 
 #include "absl/time/clock.h"
 #include "common/testing/metrics.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "security/test_pki.h"
@@ -20,10 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TestDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-}
+using weft::testing::TempPath;
 
 // Copies `from` over `to` in one rename, as a renewal should.
 void Install(const std::string& from, const std::string& to) {
@@ -34,7 +32,7 @@ void Install(const std::string& from, const std::string& to) {
 class CertificateMonitorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<TestPki> pki = TestPki::Mint(TestDir("pki"), {"gpu-a01"});
+    absl::StatusOr<TestPki> pki = TestPki::Mint(TempPath("pki"), {"gpu-a01"});
     ASSERT_TRUE(pki.ok()) << pki.status();
     pki_ = new TestPki(*std::move(pki));
   }
@@ -56,7 +54,7 @@ TEST_F(CertificateMonitorTest, ReadsTheValidityPeriod) {
   ASSERT_TRUE(expired.ok()) << expired.status();
   EXPECT_LT(expired->not_after, absl::Now());
 
-  EXPECT_EQ(ReadCertificateDates(TestDir("missing.crt")).status().code(),
+  EXPECT_EQ(ReadCertificateDates(TempPath("missing.crt")).status().code(),
             absl::StatusCode::kNotFound);
   // A key is PEM but not a certificate.
   absl::StatusOr<CertificateDates> key = ReadCertificateDates(pki_->Path("gpu-a01.key"));
@@ -65,7 +63,7 @@ TEST_F(CertificateMonitorTest, ReadsTheValidityPeriod) {
 }
 
 TEST_F(CertificateMonitorTest, GaugesFollowARenewalThatInstallsAnExpiredCertificate) {
-  const std::string dir = TestDir("agent-tls");
+  const std::string dir = TempPath("agent-tls");
   fs::create_directories(dir);
   Install(pki_->Path("gpu-a01.crt"), dir + "/node.crt");
   Install(pki_->Path("ca.crt"), dir + "/ca.crt");
@@ -115,7 +113,7 @@ TEST_F(CertificateMonitorTest, GaugesFollowARenewalThatInstallsAnExpiredCertific
 }
 
 TEST_F(CertificateMonitorTest, ChecksOnItsOwnThread) {
-  const std::string dir = TestDir("thread-tls");
+  const std::string dir = TempPath("thread-tls");
   fs::create_directories(dir);
   Install(pki_->Path("ca.crt"), dir + "/ca.crt");
   weft::v1::TlsConfig tls;

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/testing/temp_dir.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
@@ -25,10 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TestDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-}
+using weft::testing::TempPath;
 
 // Lets every call through and remembers the CN of each caller's certificate.
 class RecordingProcessor final : public grpc::AuthMetadataProcessor {
@@ -73,9 +71,9 @@ void Install(const TestPki& from, const std::string& file, const std::string& to
 class CredentialsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<TestPki> a = TestPki::Mint(TestDir("pki-a"), {"gpu-a01", "gpu-a02"});
+    absl::StatusOr<TestPki> a = TestPki::Mint(TempPath("pki-a"), {"gpu-a01", "gpu-a02"});
     ASSERT_TRUE(a.ok()) << a.status();
-    absl::StatusOr<TestPki> b = TestPki::Mint(TestDir("pki-b"), {"gpu-a01"});
+    absl::StatusOr<TestPki> b = TestPki::Mint(TempPath("pki-b"), {"gpu-a01"});
     ASSERT_TRUE(b.ok()) << b.status();
     a_ = new TestPki(*a);
     b_ = new TestPki(*b);
@@ -171,7 +169,7 @@ TEST_F(CredentialsTest, MutualTlsNamesTheClientAndChecksTheHost) {
 }
 
 TEST_F(CredentialsTest, ServerPicksUpRenewedFilesWithoutRestart) {
-  const std::string dir = TestDir("served");
+  const std::string dir = TempPath("served");
   fs::create_directories(dir);
   for (const char* file : {"controller.crt", "controller.key", "ca.crt"}) {
     Install(*a_, file, dir);
@@ -198,7 +196,7 @@ TEST_F(CredentialsTest, ServerPicksUpRenewedFilesWithoutRestart) {
 
 TEST_F(CredentialsTest, ClientPicksUpARenewedCertificate) {
   Serve(a_->ServerTls());
-  const std::string dir = TestDir("client");
+  const std::string dir = TempPath("client");
   fs::create_directories(dir);
   Install(*a_, "ca.crt", dir);
   Install(*a_, "gpu-a01.crt", dir, "node.crt");
@@ -231,7 +229,7 @@ TEST_F(CredentialsTest, ClientPicksUpARenewedCertificate) {
 
 TEST_F(CredentialsTest, StartChecksNameTheFile) {
   weft::v1::TlsConfig tls = a_->ServerTls();
-  tls.set_key_file(TestDir("missing.key"));
+  tls.set_key_file(TempPath("missing.key"));
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> missing =
       MakeServerCredentials(tls, processor_);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

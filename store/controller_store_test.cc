@@ -5,14 +5,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace weft::store {
 namespace {
 
 std::string FreshDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+  std::string dir = weft::testing::TempPath(name);
   std::system(("rm -rf '" + dir + "'").c_str());
   return dir;
 }

@@ -2,12 +2,8 @@
 // restarted controller resumes the active one and remembers the last good policy.
 // RolloutManager saves a record after every step that changed it.
 //
-// The controller keeps them in its SQLite database (store/sqlite_rollout_store.h).
-// FileRolloutStore keeps one binary proto per rollout, <dir>/<id>.pb, replaced
-// atomically (written to <id>.pb.tmp, fsync'ed, renamed over, the directory fsync'ed),
-// so a crash leaves either the old record or the new one, never half of one; only a
-// controller built without its database uses it (tests), MemoryRolloutStore one
-// without a state_dir.
+// The controller keeps them in its SQLite database (store/sqlite_rollout_store.h);
+// MemoryRolloutStore is for a controller built without one (in-process tests).
 //
 // Thread-safety: implementations are thread-compatible; RolloutManager serializes
 // calls under its mutex.
@@ -15,7 +11,6 @@
 #define WEFT_STORE_ROLLOUT_STORE_H_
 
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,8 +21,8 @@
 
 namespace weft::store {
 
-// What LoadAll found: the readable records (any order) and, for each file that could
-// not be read or parsed, its path and why.
+// What LoadAll found: the readable records (any order) and, for each record that could
+// not be read or parsed, where it is (what Quarantine takes).
 struct StoredRollouts {
   std::vector<weft::v1::Rollout> rollouts;
   std::vector<std::string> unreadable;
@@ -37,33 +32,15 @@ class RolloutStore {
  public:
   virtual ~RolloutStore() = default;
   // Creates or replaces the record of rollout.id(). On error the previous record is
-  // intact; the status names the path and the system error.
+  // intact; the status says why.
   virtual absl::Status Save(const weft::v1::Rollout& rollout) = 0;
   virtual absl::StatusOr<StoredRollouts> LoadAll() = 0;
   // Moves an unreadable record (a path LoadAll reported) aside so it is not read again.
   virtual absl::Status Quarantine(const std::string& path) = 0;
 };
 
-class FileRolloutStore final : public RolloutStore {
- public:
-  // Creates `dir` (and its parents) when missing. INTERNAL naming the path when it
-  // cannot.
-  static absl::StatusOr<std::unique_ptr<FileRolloutStore>> Open(std::string dir);
-
-  absl::Status Save(const weft::v1::Rollout& rollout) override;
-  absl::StatusOr<StoredRollouts> LoadAll() override;
-  // Renames it to <path>.unreadable.
-  absl::Status Quarantine(const std::string& path) override;
-
-  const std::string& dir() const { return dir_; }
-
- private:
-  explicit FileRolloutStore(std::string dir) : dir_(std::move(dir)) {}
-  std::string dir_;
-};
-
-// Keeps the records in memory only: a controller without a state_dir (tests, a demo)
-// forgets its rollouts when it stops.
+// Keeps the records in memory only: a controller without a database (tests) forgets
+// its rollouts when it stops.
 class MemoryRolloutStore final : public RolloutStore {
  public:
   absl::Status Save(const weft::v1::Rollout& rollout) override;

@@ -1,8 +1,7 @@
 // SqliteRolloutStore: the RolloutStore (store/rollout_store.h) over the
 // controller's SQLite store (the `rollouts` table of controller.db, schema version 2),
-// offered as a replacement for FileRolloutStore so that all controller state lives in
-// one database with one durability story. Save commits with synchronous=FULL (a record
-// is replaced whole or not at all, like the file store's rename). A row that does not
+// so that all controller state lives in one database with one durability story. Save
+// commits with synchronous=FULL (a record is replaced whole or not at all). A row that does not
 // parse is reported by LoadAll as "<db path>#rollouts/<id>" and Quarantine moves it to
 // rollouts_unreadable.
 //

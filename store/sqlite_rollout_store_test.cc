@@ -1,7 +1,9 @@
 #include "store/sqlite_rollout_store.h"
 
 #include <memory>
+#include <string>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace weft::store {
@@ -45,6 +47,43 @@ TEST(SqliteRolloutStoreTest, UnparsableRowIsReportedAndQuarantined) {
   EXPECT_TRUE(rollouts.LoadAll()->unreadable.empty());
   EXPECT_EQ(rollouts.Quarantine(loaded->unreadable[0]).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(rollouts.Quarantine("/elsewhere/x.pb").code(), absl::StatusCode::kNotFound);
+}
+
+// What the controller relies on across a restart: every record saved, the newest of
+// each, read back from the database on disk by a store opened afresh.
+TEST(SqliteRolloutStoreTest, SavedRecordsSurviveReopeningTheDatabase) {
+  const std::string dir = weft::testing::MakeTempDir("rollouts");
+  ASSERT_FALSE(dir.empty());
+  {
+    auto store = ControllerStore::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    SqliteRolloutStore rollouts(store->get());
+    weft::v1::Rollout r;
+    r.set_phase(weft::v1::ROLLOUT_PHASE_CANARY);
+    r.add_steps()->add_nodes("n1");
+    for (const char* id : {"rollout-1", "rollout-3"}) {
+      r.set_id(id);
+      ASSERT_TRUE(rollouts.Save(r).ok());
+    }
+    r.set_id("rollout-1");
+    r.set_phase(weft::v1::ROLLOUT_PHASE_BAKING);
+    ASSERT_TRUE(rollouts.Save(r).ok());
+  }
+  auto store = ControllerStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  SqliteRolloutStore rollouts(store->get());
+  absl::StatusOr<StoredRollouts> loaded = rollouts.LoadAll();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->rollouts.size(), 2u);
+  EXPECT_TRUE(loaded->unreadable.empty());
+  bool found = false;
+  for (const auto& r : loaded->rollouts) {
+    if (r.id() != "rollout-1") continue;
+    found = true;
+    EXPECT_EQ(r.phase(), weft::v1::ROLLOUT_PHASE_BAKING);
+    EXPECT_EQ(r.steps_size(), 1);
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

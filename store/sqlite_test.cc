@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace weft::store {
@@ -21,8 +22,7 @@ const std::vector<Migration>& TwoSteps() {
 }
 
 std::string TempFile(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+  std::string path = weft::testing::TempPath(name);
   std::remove(path.c_str());
   std::remove((path + "-wal").c_str());
   std::remove((path + "-shm").c_str());

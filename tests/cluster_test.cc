@@ -12,27 +12,29 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace weft {
 namespace {
 
 using ::testing::HasSubstr;
+using weft::testing::AgentOptions;
+using weft::testing::Cluster;
 using weft::testing::CommandResult;
 using weft::testing::FreePort;
+using weft::testing::kAgentBinary;
+using weft::testing::kControllerBinary;
 using weft::testing::RunCommand;
-using weft::testing::Subprocess;
 using weft::testing::TempPath;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
-constexpr char kWeftctl[] = "cli/weftctl";
 constexpr int kIntervalMs = 200;
 constexpr int kDownAfter = 3;
 constexpr int kNics = 8;
@@ -41,137 +43,33 @@ constexpr double kTrafficLevel = 0.5;
 
 class ClusterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    controller_port_ = FreePort();
-    metrics_port_ = FreePort();
-    controller_address_ = absl::StrCat("127.0.0.1:", controller_port_);
-    // Kept across StartController calls: a restarted controller finds its state.
-    state_dir_ = weft::testing::MakeTempDir("controller-state");
-    StartController();
-  }
-
-  void StartController() {
-    const std::string log = TempPath(absl::StrCat(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(), ".controller.log"));
-    controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
-                                 absl::StrCat("127.0.0.1:", metrics_port_),
-                                 absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
-                                 absl::StrCat("--down_after=", kDownAfter), "--state_dir",
-                                 state_dir_},
-        log);
-    // Connect only once it listens: a channel that met "connection refused" first would
-    // sit in gRPC's reconnect backoff for a second or more.
-    ASSERT_TRUE(weft::testing::WaitForPort(controller_port_, absl::Seconds(10)))
-        << controller_->Log();
-    channel_ = grpc::CreateChannel(controller_address_, grpc::InsecureChannelCredentials());
-    admin_ = weft::v1::AdminService::NewStub(channel_);
-  }
+  void SetUp() override { ASSERT_TRUE(cluster_.StartController()); }
 
   // Starts (or restarts) the agent of `node`; extra flags such as {"--fault", "pfc_storm"}.
   void StartAgent(const std::string& node, const std::string& rack,
                   std::vector<std::string> extra = {}) {
-    agent_health_ports_[node] = FreePort();
-    std::vector<std::string> argv = {kAgent,
-                                     "--node", node,
-                                     "--rack", rack,
-                                     "--pod", "pod-1",
-                                     "--controller", controller_address_,
-                                     "--metrics", "off",
-                                     "--health", absl::StrCat("127.0.0.1:", agent_health_ports_[node]),
-                                     absl::StrCat("--interval_ms=", kIntervalMs),
-                                     absl::StrCat("--nics=", kNics),
-                                     absl::StrCat("--traffic_level=", kTrafficLevel)};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    const std::string log = TempPath(absl::StrCat(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name(), ".", node, ".log"));
-    agents_[node] = std::make_unique<Subprocess>(argv, log);
+    extra.push_back(absl::StrCat("--traffic_level=", kTrafficLevel));
+    cluster_.StartAgent({.name = node,
+                         .rack = rack,
+                         .pod = "pod-1",
+                         .interval_ms = kIntervalMs,
+                         .nics = kNics,
+                         .health = true,
+                         .flags = extra});
   }
 
-  weft::v1::ListNodesResponse ListNodes() {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    weft::v1::ListNodesResponse response;
-    grpc::Status status = admin_->ListNodes(&context, weft::v1::ListNodesRequest(), &response);
-    if (!status.ok()) response.Clear();
-    return response;
-  }
-
-  std::map<std::string, weft::v1::NodeStatus> NodesByName() {
-    std::map<std::string, weft::v1::NodeStatus> out;
-    const weft::v1::ListNodesResponse response = ListNodes();
-    for (const auto& n : response.nodes()) out[n.info().name()] = n;
-    return out;
-  }
-
-  // Polls until `predicate(nodes)` holds or `timeout` passes.
-  template <typename Predicate>
-  bool WaitFor(Predicate predicate, absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      if (predicate(NodesByName())) return true;
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    return predicate(NodesByName());
-  }
-
-  bool WaitForState(const std::string& node, weft::v1::NodeState state,
-                    absl::Duration timeout) {
-    return WaitFor(
-        [&](const auto& nodes) {
-          auto it = nodes.find(node);
-          return it != nodes.end() && it->second.state() == state;
-        },
-        timeout);
-  }
-
-  // All `names` HEALTHY with rates from at least two samples.
-  bool WaitForHealthyWithRates(const std::vector<std::string>& names, absl::Duration timeout) {
-    return WaitFor(
-        [&](const auto& nodes) {
-          for (const auto& name : names) {
-            auto it = nodes.find(name);
-            if (it == nodes.end() || it->second.state() != weft::v1::NODE_STATE_HEALTHY ||
-                it->second.rates().tx_gbps() <= 0) {
-              return false;
-            }
-          }
-          return true;
-        },
-        timeout);
-  }
-
-  CommandResult Weftctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {kWeftctl, "--controller", controller_address_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, absl::Seconds(10));
-  }
-
-  std::string DumpLogs() {
-    std::string out = "controller log:\n" + controller_->Log();
-    for (auto& [name, agent] : agents_) absl::StrAppend(&out, name, " log:\n", agent->Log());
-    return out;
-  }
-
-  int controller_port_ = 0;
-  int metrics_port_ = 0;
-  std::string controller_address_;
-  std::string state_dir_;
-  std::unique_ptr<Subprocess> controller_;
-  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
-  std::map<std::string, int> agent_health_ports_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<weft::v1::AdminService::Stub> admin_;
+  // Kept across StartController calls: a restarted controller finds its state.
+  Cluster cluster_{{.telemetry_interval_ms = kIntervalMs,
+                    .flags = {absl::StrCat("--down_after=", kDownAfter)}}};
 };
 
 TEST_F(ClusterTest, AgentsRegisterWithInventoryAndReportPlausibleRates) {
   StartAgent("gpu-a01", "rack-a");
   StartAgent("gpu-a02", "rack-a");
   StartAgent("gpu-b01", "rack-b");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(15)))
-      << DumpLogs();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(15)));
 
-  auto nodes = NodesByName();
+  auto nodes = cluster_.NodesByName();
   ASSERT_EQ(nodes.size(), 3u);
   const double line_rate_gbps = kNics * kLinkGbps;
   for (const auto& [name, node] : nodes) {
@@ -201,10 +99,9 @@ TEST_F(ClusterTest, PfcStormFaultShowsOnlyOnFaultyNode) {
   StartAgent("gpu-a02", "rack-a");
   // The storm node turns DEGRADED about 2 s after its first stormy sample (health
   // rules); only the healthy node is waited for as HEALTHY.
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a02"}, absl::Seconds(15))) << DumpLogs();
-  ASSERT_TRUE(WaitForState("gpu-a01", weft::v1::NODE_STATE_DEGRADED, absl::Seconds(10)))
-      << DumpLogs();
-  auto nodes = NodesByName();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a02"}, absl::Seconds(15)));
+  ASSERT_TRUE(cluster_.WaitForState("gpu-a01", weft::v1::NODE_STATE_DEGRADED, absl::Seconds(10)));
+  auto nodes = cluster_.NodesByName();
   ASSERT_GE(nodes["gpu-a01"].findings_size(), 1);
   EXPECT_EQ(nodes["gpu-a01"].findings(0).rule(), "pfc_pause_storm");
   EXPECT_EQ(nodes["gpu-a01"].findings(0).device(), "mlx5_0");
@@ -219,25 +116,23 @@ TEST_F(ClusterTest, KilledAgentBecomesDownAndComesBackWithHigherEpoch) {
   StartAgent("gpu-a01", "rack-a");
   StartAgent("gpu-a02", "rack-a");
   StartAgent("gpu-b01", "rack-b");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(15)))
-      << DumpLogs();
-  const uint64_t epoch_before = NodesByName()["gpu-a02"].session_epoch();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(15)));
+  const uint64_t epoch_before = cluster_.NodesByName()["gpu-a02"].session_epoch();
 
-  agents_["gpu-a02"]->Signal(SIGKILL);
-  agents_["gpu-a02"]->Wait(absl::Seconds(5));
+  cluster_.agent("gpu-a02").Signal(SIGKILL);
+  cluster_.agent("gpu-a02").Wait(absl::Seconds(5));
   const absl::Time killed_at = absl::Now();
-  ASSERT_TRUE(WaitForState("gpu-a02", weft::v1::NODE_STATE_DOWN, absl::Seconds(10)))
-      << DumpLogs();
+  ASSERT_TRUE(cluster_.WaitForState("gpu-a02", weft::v1::NODE_STATE_DOWN, absl::Seconds(10)));
   // DOWN after down_after intervals (600 ms), not long after.
   EXPECT_LT(absl::Now() - killed_at, absl::Seconds(5));
-  auto nodes = NodesByName();
+  auto nodes = cluster_.NodesByName();
   EXPECT_EQ(nodes["gpu-a01"].state(), weft::v1::NODE_STATE_HEALTHY);
   EXPECT_EQ(nodes["gpu-b01"].state(), weft::v1::NODE_STATE_HEALTHY);
   EXPECT_EQ(nodes["gpu-a02"].rates().tx_gbps(), 0);
 
   StartAgent("gpu-a02", "rack-a");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a02"}, absl::Seconds(15))) << DumpLogs();
-  nodes = NodesByName();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a02"}, absl::Seconds(15)));
+  nodes = cluster_.NodesByName();
   EXPECT_EQ(nodes.size(), 3u) << "a returning node must not be duplicated";
   EXPECT_GT(nodes["gpu-a02"].session_epoch(), epoch_before);
 }
@@ -246,37 +141,34 @@ TEST_F(ClusterTest, AgentsReconnectAfterControllerRestart) {
   StartAgent("gpu-a01", "rack-a");
   StartAgent("gpu-a02", "rack-a");
   StartAgent("gpu-b01", "rack-b");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(15)))
-      << DumpLogs();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(15)));
 
-  controller_->Signal(SIGTERM);
-  ASSERT_EQ(controller_->Wait(absl::Seconds(5)), 0) << "controller must exit 0 on SIGTERM\n"
-                                                    << controller_->Log();
-  EXPECT_TRUE(ListNodes().nodes().empty());
+  ASSERT_EQ(cluster_.StopController(SIGTERM, absl::Seconds(5)), 0)
+      << "controller must exit 0 on SIGTERM";
+  EXPECT_TRUE(cluster_.ListNodes().nodes().empty());
   absl::SleepFor(absl::Milliseconds(500));  // agents notice and start backing off
-  StartController();
+  ASSERT_TRUE(cluster_.StartController());
 
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(20)))
-      << DumpLogs();
-  EXPECT_EQ(NodesByName().size(), 3u);
-  for (auto& [name, agent] : agents_) EXPECT_TRUE(agent->running()) << name;
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a01", "gpu-a02", "gpu-b01"}, absl::Seconds(20)));
+  EXPECT_EQ(cluster_.NodesByName().size(), 3u);
+  for (auto& [name, agent] : cluster_.agents()) EXPECT_TRUE(agent->running()) << name;
 }
 
 TEST_F(ClusterTest, WeftctlDrainUndrainAndJson) {
   StartAgent("gpu-a01", "rack-a");
   StartAgent("gpu-a02", "rack-a");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01", "gpu-a02"}, absl::Seconds(15))) << DumpLogs();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a01", "gpu-a02"}, absl::Seconds(15)));
 
-  CommandResult drain = Weftctl({"drain", "gpu-a02", "--reason", "replace NIC mlx5_3"});
+  CommandResult drain = cluster_.Weftctl({"drain", "gpu-a02", "--reason", "replace NIC mlx5_3"});
   ASSERT_EQ(drain.exit_status, 0) << drain.err;
   EXPECT_THAT(drain.out, HasSubstr("drained gpu-a02"));
 
-  CommandResult table = Weftctl({"nodes"});
+  CommandResult table = cluster_.Weftctl({"nodes"});
   ASSERT_EQ(table.exit_status, 0) << table.err;
   EXPECT_THAT(table.out, HasSubstr("DRAINED"));
   EXPECT_THAT(table.out, HasSubstr("replace NIC mlx5_3"));
 
-  CommandResult json = Weftctl({"nodes", "--output", "json"});
+  CommandResult json = cluster_.Weftctl({"nodes", "--output", "json"});
   ASSERT_EQ(json.exit_status, 0) << json.err;
   weft::v1::ListNodesResponse parsed;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &parsed).ok()) << json.out;
@@ -290,28 +182,28 @@ TEST_F(ClusterTest, WeftctlDrainUndrainAndJson) {
 
   // A drained node stays DRAINED while it keeps reporting, until undrained.
   absl::SleepFor(absl::Milliseconds(3 * kIntervalMs));
-  EXPECT_EQ(NodesByName()["gpu-a02"].state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(cluster_.NodesByName()["gpu-a02"].state(), weft::v1::NODE_STATE_DRAINED);
 
-  CommandResult undrain = Weftctl({"undrain", "gpu-a02"});
+  CommandResult undrain = cluster_.Weftctl({"undrain", "gpu-a02"});
   ASSERT_EQ(undrain.exit_status, 0) << undrain.err;
-  EXPECT_EQ(NodesByName()["gpu-a02"].state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(cluster_.NodesByName()["gpu-a02"].state(), weft::v1::NODE_STATE_HEALTHY);
 
-  CommandResult detail = Weftctl({"node", "gpu-a01"});
+  CommandResult detail = cluster_.Weftctl({"node", "gpu-a01"});
   ASSERT_EQ(detail.exit_status, 0) << detail.err;
   EXPECT_THAT(detail.out, HasSubstr("mlx5_7"));
   EXPECT_THAT(detail.out, HasSubstr("CLOSEST_NIC"));
 
-  CommandResult unknown = Weftctl({"drain", "gpu-zz99", "--reason", "x"});
+  CommandResult unknown = cluster_.Weftctl({"drain", "gpu-zz99", "--reason", "x"});
   EXPECT_EQ(unknown.exit_status, 1);
   EXPECT_THAT(unknown.err, HasSubstr("gpu-zz99"));
 }
 
 TEST_F(ClusterTest, HealthServiceAndMetricsOnBothDaemons) {
   StartAgent("gpu-a01", "rack-a");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01"}, absl::Seconds(15))) << DumpLogs();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a01"}, absl::Seconds(15)));
 
   for (const std::string& address :
-       {controller_address_, absl::StrCat("127.0.0.1:", agent_health_ports_["gpu-a01"])}) {
+       {cluster_.address(), cluster_.health_address("gpu-a01")}) {
     auto health = grpc::health::v1::Health::NewStub(
         grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
@@ -323,20 +215,18 @@ TEST_F(ClusterTest, HealthServiceAndMetricsOnBothDaemons) {
     EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING) << address;
   }
 
-  CommandResult metrics = RunCommand(
-      {"/usr/bin/curl", "-sf", absl::StrCat("http://127.0.0.1:", metrics_port_, "/metrics")},
-      absl::Seconds(5));
-  ASSERT_EQ(metrics.exit_status, 0) << metrics.err;
-  EXPECT_THAT(metrics.out, HasSubstr("weft_controller_nodes{state=\"healthy\"} 1"));
-  EXPECT_THAT(metrics.out, HasSubstr("weft_controller_telemetry_batches_total"));
+  const std::string metrics = cluster_.Metrics();
+  ASSERT_FALSE(metrics.empty()) << "no /metrics on " << cluster_.metrics_address();
+  EXPECT_THAT(metrics, HasSubstr("weft_controller_nodes{state=\"healthy\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("weft_controller_telemetry_batches_total"));
 }
 
 TEST_F(ClusterTest, AgentStopsCleanlyOnSigterm) {
   StartAgent("gpu-a01", "rack-a");
-  ASSERT_TRUE(WaitForHealthyWithRates({"gpu-a01"}, absl::Seconds(15))) << DumpLogs();
+  ASSERT_TRUE(cluster_.WaitForHealthy({"gpu-a01"}, absl::Seconds(15)));
   const absl::Time start = absl::Now();
-  agents_["gpu-a01"]->Signal(SIGTERM);
-  EXPECT_EQ(agents_["gpu-a01"]->Wait(absl::Seconds(5)), 0) << agents_["gpu-a01"]->Log();
+  cluster_.agent("gpu-a01").Signal(SIGTERM);
+  EXPECT_EQ(cluster_.agent("gpu-a01").Wait(absl::Seconds(5)), 0) << cluster_.agent("gpu-a01").Log();
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
 }
 
@@ -348,14 +238,15 @@ TEST(DaemonConfigTest, BadConfigIsRefusedAndNothingStarts) {
   fclose(f);
   const int port = FreePort();
   CommandResult result =
-      RunCommand({kController, "--config", path, "--listen", absl::StrCat("127.0.0.1:", port),
+      RunCommand({kControllerBinary, "--config", path, "--listen", absl::StrCat("127.0.0.1:", port),
                   "--metrics", "127.0.0.1:0"},
                  absl::Seconds(10));
   EXPECT_EQ(result.exit_status, 2) << result.out << result.err;
   EXPECT_THAT(result.err, HasSubstr("bad-controller.yaml:2:"));
   EXPECT_THAT(result.err, HasSubstr("down_after_intervals"));
 
-  CommandResult agent = RunCommand({kAgent, "--controller", "127.0.0.1:1"}, absl::Seconds(10));
+  CommandResult agent =
+      RunCommand({kAgentBinary, "--controller", "127.0.0.1:1"}, absl::Seconds(10));
   EXPECT_EQ(agent.exit_status, 2) << agent.out << agent.err;
   EXPECT_THAT(agent.err, HasSubstr("node_name"));
 }

@@ -35,17 +35,16 @@
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
 #include "proto/weft/v1/placement.grpc.pb.h"
+#include "common/testing/temp_dir.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace weft {
 namespace {
 
+using weft::testing::Cluster;
 using weft::testing::FreePort;
-using weft::testing::Subprocess;
-using weft::testing::TempPath;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
 constexpr int kIntervalMs = 200;
 constexpr int kGpus = 8;
 constexpr int kIterations = 6;
@@ -105,25 +104,16 @@ class CrashTest : public ::testing::Test {
     seed_ = seed != nullptr ? static_cast<uint32_t>(std::strtoul(seed, nullptr, 10))
                             : kDefaultSeed;
     rng_.seed(seed_);
-    state_dir_ = weft::testing::MakeTempDir("crash-state");
-    ASSERT_FALSE(state_dir_.empty());
-    port_ = FreePort();
-    address_ = absl::StrCat("127.0.0.1:", port_);
     for (const NodeSpec& spec : kNodes) model_.drains[spec.name] = std::nullopt;
   }
 
   void StartController() {
-    controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", address_, "--metrics",
-                                 "127.0.0.1:0",
-                                 absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
-                                 "--state_dir", state_dir_},
-        TempPath(absl::StrCat("crash.controller.", starts_++, ".log")));
-    ASSERT_TRUE(weft::testing::WaitForPort(port_, absl::Seconds(15))) << controller_->Log();
+    ASSERT_TRUE(cluster_.StartController({}, absl::Seconds(15)));
     // A fresh channel each time: no reconnect backoff left over from the dead one.
     grpc::ChannelArguments args;
-    args.SetInt("weft.crash_test.start", starts_);
-    auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+    args.SetInt("weft.crash_test.start", ++starts_);
+    auto channel =
+        grpc::CreateCustomChannel(cluster_.address(), grpc::InsecureChannelCredentials(), args);
     admin_ = weft::v1::AdminService::NewStub(channel);
     placement_ = weft::v1::PlacementService::NewStub(channel);
     agent_service_ = weft::v1::AgentService::NewStub(channel);
@@ -131,34 +121,28 @@ class CrashTest : public ::testing::Test {
 
   void StartAgents() {
     for (const NodeSpec& spec : kNodes) {
-      agents_.push_back(std::make_unique<Subprocess>(
-          std::vector<std::string>{kAgent, "--node", spec.name, "--rack", spec.rack, "--pod",
-                                   "pod-1", "--controller", address_, "--metrics", "off",
-                                   "--health", "off", "--job_socket", "off",
-                                   absl::StrCat("--interval_ms=", kIntervalMs), "--nics", "2",
-                                   "--gpus", absl::StrCat(kGpus)},
-          TempPath(absl::StrCat("crash.", spec.name, ".log"))));
+      cluster_.StartAgent({.name = spec.name,
+                           .rack = spec.rack,
+                           .pod = "pod-1",
+                           .interval_ms = kIntervalMs,
+                           .nics = 2,
+                           .gpus = kGpus});
     }
   }
 
   // Every agent's node is reporting again (drained ones included).
-  bool WaitForAgents(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      weft::v1::ListNodesResponse nodes;
-      if (admin_->ListNodes(Deadline().get(), {}, &nodes).ok()) {
-        int reporting = 0;
-        for (const auto& node : nodes.nodes()) {
-          if (node.info().name() != kProbeNode && node.reporting() &&
-              node.rates().tx_gbps() > 0) {
-            ++reporting;
-          }
-        }
-        if (reporting == static_cast<int>(std::size(kNodes))) return true;
-      }
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    return false;
+  ::testing::AssertionResult WaitForAgents(absl::Duration timeout) {
+    return cluster_.WaitForNodes("every agent's node reporting with rates", timeout,
+                                 [](const auto& nodes) {
+                                   int reporting = 0;
+                                   for (const auto& [name, node] : nodes) {
+                                     if (name != kProbeNode && node.reporting() &&
+                                         node.rates().tx_gbps() > 0) {
+                                       ++reporting;
+                                     }
+                                   }
+                                   return reporting == static_cast<int>(std::size(kNodes));
+                                 });
   }
 
   const std::string& RandomNode() {
@@ -353,12 +337,9 @@ class CrashTest : public ::testing::Test {
 
   uint32_t seed_ = 0;
   std::mt19937 rng_;
-  std::string state_dir_;
-  int port_ = 0;
   int starts_ = 0;
-  std::string address_;
-  std::unique_ptr<Subprocess> controller_;
-  std::vector<std::unique_ptr<Subprocess>> agents_;
+  // One --state_dir across every restart.
+  Cluster cluster_{{.telemetry_interval_ms = kIntervalMs}};
   std::unique_ptr<weft::v1::AdminService::Stub> admin_;
   std::unique_ptr<weft::v1::PlacementService::Stub> placement_;
   std::unique_ptr<weft::v1::AgentService::Stub> agent_service_;
@@ -372,10 +353,9 @@ TEST_F(CrashTest, AcknowledgedStateSurvivesKill9AtRandomPoints) {
   StartAgents();
   int acknowledged = 0, kills_mid_call = 0;
   for (int iteration = 0; iteration < kIterations; ++iteration) {
-    ASSERT_TRUE(WaitForAgents(absl::Seconds(30))) << "iteration " << iteration << "\n"
-                                                  << controller_->Log();
+    ASSERT_TRUE(WaitForAgents(absl::Seconds(30))) << "iteration " << iteration;
     const int kill_after_ms = std::uniform_int_distribution<int>(50, 900)(rng_);
-    const pid_t pid = controller_->pid();
+    const pid_t pid = cluster_.controller().pid();
     std::thread killer([pid, kill_after_ms] {
       absl::SleepFor(absl::Milliseconds(kill_after_ms));
       ::kill(pid, SIGKILL);
@@ -390,7 +370,7 @@ TEST_F(CrashTest, AcknowledgedStateSurvivesKill9AtRandomPoints) {
         !model_.ambiguous_node.empty()) {
       ++kills_mid_call;
     }
-    ASSERT_EQ(controller_->Wait(absl::Seconds(5)), 128 + SIGKILL);
+    ASSERT_EQ(cluster_.controller().Wait(absl::Seconds(5)), 128 + SIGKILL);
     ASSERT_NO_FATAL_FAILURE(StartController());
     ASSERT_NO_FATAL_FAILURE(Verify(iteration));
     if (HasFailure()) return;
@@ -412,8 +392,8 @@ TEST(CrashRefusalTest, CorruptStateIsRefusedAndLeftUntouched) {
   fwrite(garbage.data(), 1, garbage.size(), f);
   fclose(f);
   weft::testing::CommandResult result = weft::testing::RunCommand(
-      {kController, "--listen", absl::StrCat("127.0.0.1:", FreePort()), "--metrics",
-       "127.0.0.1:0", "--state_dir", dir},
+      {weft::testing::kControllerBinary, "--listen", absl::StrCat("127.0.0.1:", FreePort()),
+       "--metrics", "127.0.0.1:0", "--state_dir", dir},
       absl::Seconds(10));
   EXPECT_EQ(result.exit_status, 1) << result.out << result.err;
   EXPECT_NE(result.err.find(db + " is not a readable weft state database"), std::string::npos)

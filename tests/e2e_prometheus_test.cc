@@ -28,9 +28,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "common/testing/temp_dir.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 #include "yaml-cpp/yaml.h"
 
@@ -40,6 +42,7 @@ namespace {
 using google::protobuf::ListValue;
 using google::protobuf::Struct;
 using google::protobuf::Value;
+using weft::testing::Cluster;
 using weft::testing::CommandResult;
 using weft::testing::FreePort;
 using weft::testing::RunCommand;
@@ -47,9 +50,6 @@ using weft::testing::Subprocess;
 using weft::testing::TempPath;
 using weft::testing::WaitForPort;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
-constexpr char kWeftctl[] = "cli/weftctl";
 constexpr char kStormNode[] = "gpu-b02";
 const char* const kDashboards[] = {"weft-fleet.json", "weft-racks.json", "weft-node.json",
                                    "weft-rollouts.json"};
@@ -106,25 +106,19 @@ class E2ePrometheusTest : public ::testing::Test {
   }
 
   void StartCluster() {
-    const int grpc_port = FreePort();
-    controller_address_ = absl::StrCat("127.0.0.1:", grpc_port);
-    controller_metrics_ = absl::StrCat("127.0.0.1:", FreePort());
-    controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
-                                 controller_metrics_, "--telemetry_interval_ms=500",
-                                 "--state_dir", dir_ + "/controller"},
-        dir_ + "/controller.log");
-    ASSERT_TRUE(WaitForPort(grpc_port, absl::Seconds(20))) << controller_->Log();
+    ASSERT_TRUE(cluster_.StartController({}, absl::Seconds(20)));
     for (const char* rack : {"a", "b"}) {
       for (int i = 1; i <= 3; ++i) {
         const std::string node = absl::StrCat("gpu-", rack, "0", i);
-        std::vector<std::string> argv = {
-            kAgent, "--node", node, "--rack", absl::StrCat("rack-", rack), "--pod", "pod-1",
-            "--controller", controller_address_, "--metrics",
-            absl::StrCat("127.0.0.1:", FreePort()), "--health", "off", "--interval_ms=500",
-            "--nics=2", "--gpus=2"};
-        if (node == kStormNode) argv.insert(argv.end(), {"--fault", "pfc_storm"});
-        agents_.push_back(std::make_unique<Subprocess>(argv, dir_ + "/" + node + ".log"));
+        std::vector<std::string> flags = {"--metrics", absl::StrCat("127.0.0.1:", FreePort())};
+        if (node == kStormNode) flags.insert(flags.end(), {"--fault", "pfc_storm"});
+        cluster_.StartAgent({.name = node,
+                             .rack = absl::StrCat("rack-", rack),
+                             .pod = "pod-1",
+                             .interval_ms = 500,
+                             .nics = 2,
+                             .gpus = 2,
+                             .flags = flags});
       }
     }
   }
@@ -132,15 +126,15 @@ class E2ePrometheusTest : public ::testing::Test {
   // Writes the file_sd file with weftctl once all six agents registered.
   void WriteTargets() {
     targets_file_ = dir_ + "/weft-agents.json";
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
     CommandResult result;
-    while (absl::Now() < deadline) {
-      result = RunCommand({kWeftctl, "--controller", controller_address_, "prometheus",
-                           "targets", "--out", targets_file_},
-                          absl::Seconds(10));
-      if (result.exit_status == 0 && absl::StrContains(result.err, "wrote 6 targets")) break;
-      absl::SleepFor(absl::Milliseconds(200));
-    }
+    ASSERT_TRUE(weft::testing::WaitFor(
+        "weftctl prometheus targets writing 6 targets", absl::Seconds(30),
+        [&](std::string* observed) {
+          result = cluster_.Weftctl({"prometheus", "targets", "--out", targets_file_});
+          *observed = result.err;
+          return result.exit_status == 0 && absl::StrContains(result.err, "wrote 6 targets");
+        },
+        absl::Milliseconds(200)));
     ASSERT_EQ(result.exit_status, 0) << result.err;
     ASSERT_TRUE(absl::StrContains(result.err, "wrote 6 targets")) << result.err;
     ListValue groups;
@@ -161,7 +155,7 @@ class E2ePrometheusTest : public ::testing::Test {
     for (YAML::Node job : config["scrape_configs"]) {
       const std::string name = job["job_name"].as<std::string>();
       if (name == "weft-controller") {
-        job["static_configs"][0]["targets"][0] = controller_metrics_;
+        job["static_configs"][0]["targets"][0] = cluster_.metrics_address();
         controller_job = true;
       } else if (name == "weft-agent") {
         job["file_sd_configs"][0]["files"][0] = targets_file_;
@@ -181,12 +175,10 @@ class E2ePrometheusTest : public ::testing::Test {
     const std::string config = PrometheusConfig();
     const int port = FreePort();
     prometheus_url_ = absl::StrCat("http://127.0.0.1:", port);
-    prometheus_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{prometheus_bin_, "--config.file=" + config,
-                                 "--storage.tsdb.path=" + dir_ + "/data",
-                                 absl::StrCat("--web.listen-address=127.0.0.1:", port),
-                                 "--log.level=warn"},
-        dir_ + "/prometheus.log");
+    prometheus_ = &cluster_.Track(
+        "prometheus", {prometheus_bin_, "--config.file=" + config,
+                       "--storage.tsdb.path=" + dir_ + "/data",
+                       absl::StrCat("--web.listen-address=127.0.0.1:", port), "--log.level=warn"});
     ASSERT_TRUE(WaitForPort(port, absl::Seconds(30))) << prometheus_->Log();
   }
 
@@ -304,10 +296,9 @@ class E2ePrometheusTest : public ::testing::Test {
     return queries;
   }
 
-  std::string dir_, prometheus_bin_, curl_, controller_address_, controller_metrics_,
-      targets_file_, prometheus_url_;
-  std::unique_ptr<Subprocess> controller_, prometheus_;
-  std::vector<std::unique_ptr<Subprocess>> agents_;
+  std::string dir_, prometheus_bin_, curl_, targets_file_, prometheus_url_;
+  Cluster cluster_{{.telemetry_interval_ms = 500}};
+  Subprocess* prometheus_ = nullptr;
 };
 
 TEST_F(E2ePrometheusTest, DashboardsShowDataAndThePfcStormAlertFiresForTheFaultyNodeOnly) {

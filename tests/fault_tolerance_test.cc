@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -35,116 +34,59 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace {
 
 using ::testing::HasSubstr;
+using weft::testing::Cluster;
 using weft::testing::CommandResult;
-using weft::testing::FreePort;
 using weft::testing::RunCommand;
-using weft::testing::Subprocess;
-using weft::testing::TempPath;
+using NodeMap = std::map<std::string, weft::v1::NodeStatus>;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
-constexpr char kWeftctl[] = "cli/weftctl";
 constexpr int kIntervalMs = 200;
 
 int Sh(const std::string& command) { return std::system(command.c_str()); }
 
-// A state directory of its own for each run (a durable store outlives the test).
-std::string FreshStateDir() {
-  const std::string dir = TempPath(absl::StrCat(
-      ::testing::UnitTest::GetInstance()->current_test_info()->name(), ".state"));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
-std::map<std::string, weft::v1::NodeStatus> ListNodes(const std::string& address) {
-  auto admin = weft::v1::AdminService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  weft::v1::ListNodesResponse response;
-  std::map<std::string, weft::v1::NodeStatus> nodes;
-  if (!admin->ListNodes(&context, weft::v1::ListNodesRequest(), &response).ok()) return nodes;
-  for (const auto& node : response.nodes()) nodes[node.info().name()] = node;
-  return nodes;
-}
-
-// Waits until `predicate(nodes)` holds; returns whether it did within `timeout`.
-template <typename Predicate>
-bool WaitForNodes(const std::string& address, absl::Duration timeout, Predicate predicate) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (predicate(ListNodes(address))) return true;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return false;
-}
-
-// `extra`: e.g. --insecure, which a controller listening on a non-loopback address
-// needs to run without TLS.
-std::unique_ptr<Subprocess> StartController(const std::string& listen, const std::string& state,
-                                            const std::string& log,
-                                            std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv = {kController, "--listen", listen, "--metrics",
-                                   absl::StrCat("127.0.0.1:", FreePort()),
-                                   absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
-                                   "--state_dir", state};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return std::make_unique<Subprocess>(argv, log);
-}
-
 TEST(ControllerRestartTest, EveryAgentComesBackOnceWithJitteredRetries) {
-  const int port = FreePort();
-  const std::string address = absl::StrCat("127.0.0.1:", port);
-  const std::string state = FreshStateDir();
-  auto controller = StartController(address, state, TempPath("restart.controller1.log"));
-  ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller->Log();
+  Cluster cluster({.telemetry_interval_ms = kIntervalMs});
+  ASSERT_TRUE(cluster.StartController());
 
   constexpr int kAgents = 12;
-  std::vector<std::unique_ptr<Subprocess>> agents;
   for (int i = 0; i < kAgents; ++i) {
-    agents.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{kAgent, "--node", absl::StrCat("gpu-r", i), "--rack",
-                                 absl::StrCat("rack-", i % 3), "--controller", address,
-                                 "--metrics", "off", "--health", "off",
-                                 absl::StrCat("--interval_ms=", kIntervalMs), "--nics", "2"},
-        TempPath(absl::StrCat("restart.agent", i, ".log"))));
+    cluster.StartAgent({.name = absl::StrCat("gpu-r", i),
+                        .rack = absl::StrCat("rack-", i % 3),
+                        .interval_ms = kIntervalMs});
   }
-  auto all_healthy = [](const std::map<std::string, weft::v1::NodeStatus>& nodes) {
+  auto all_healthy = [](const NodeMap& nodes) {
     if (nodes.size() != kAgents) return false;
     for (const auto& [name, node] : nodes) {
       if (node.state() != weft::v1::NODE_STATE_HEALTHY) return false;
     }
     return true;
   };
-  ASSERT_TRUE(WaitForNodes(address, absl::Seconds(20), all_healthy)) << controller->Log();
-  const std::map<std::string, weft::v1::NodeStatus> before = ListNodes(address);
+  ASSERT_TRUE(cluster.WaitForNodes("12 nodes HEALTHY", absl::Seconds(20), all_healthy));
+  const NodeMap before = cluster.NodesByName();
 
-  controller->Signal(SIGKILL);
-  controller->Wait(absl::Seconds(5));
+  cluster.StopController(SIGKILL, absl::Seconds(5));
   absl::SleepFor(absl::Seconds(2));  // every agent notices and starts backing off
   const absl::Time restarted = absl::Now();
-  controller = StartController(address, state, TempPath("restart.controller2.log"));
-  ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller->Log();
+  ASSERT_TRUE(cluster.StartController());
 
   // Back with fresh sessions: registered after the restart.
   const int64_t restarted_us = absl::ToUnixMicros(restarted);
-  auto all_back = [&](const std::map<std::string, weft::v1::NodeStatus>& nodes) {
+  auto all_back = [&](const NodeMap& nodes) {
     if (!all_healthy(nodes)) return false;
     for (const auto& [name, node] : nodes) {
       if (node.registered_at_us() < restarted_us) return false;
     }
     return true;
   };
-  ASSERT_TRUE(WaitForNodes(address, absl::Seconds(30), all_back))
-      << "controller log:\n" << controller->Log() << "agent 0 log:\n" << agents[0]->Log();
-  const std::map<std::string, weft::v1::NodeStatus> after = ListNodes(address);
+  ASSERT_TRUE(cluster.WaitForNodes("12 nodes HEALTHY, registered after the restart",
+                                   absl::Seconds(30), all_back));
+  const NodeMap after = cluster.NodesByName();
   ASSERT_EQ(after.size(), before.size());
   std::vector<int64_t> registered;
   for (const auto& [name, node] : after) {
@@ -158,8 +100,8 @@ TEST(ControllerRestartTest, EveryAgentComesBackOnceWithJitteredRetries) {
   const int64_t spread_us = registered.back() - registered.front();
   EXPECT_GT(spread_us, 50'000) << "re-registrations within " << spread_us << " µs";
   // And every agent reconnected just once more (no duplicate sessions left behind).
-  for (auto& agent : agents) {
-    EXPECT_THAT(agent->Log(), ::testing::Not(HasSubstr("fenced by a newer session")));
+  for (const auto& [name, agent] : cluster.agents()) {
+    EXPECT_THAT(agent->Log(), ::testing::Not(HasSubstr("fenced by a newer session"))) << name;
   }
 }
 
@@ -167,12 +109,10 @@ TEST(ControllerRestartTest, EveryAgentComesBackOnceWithJitteredRetries) {
 // nor writes again (a hung agent process): the controller must go on serving everyone
 // else, and call that node DOWN.
 TEST(StuckStreamTest, OneStuckAgentStreamNeverBlocksTheOthers) {
-  const int port = FreePort();
-  const std::string address = absl::StrCat("127.0.0.1:", port);
-  auto controller = StartController(address, FreshStateDir(), TempPath("stuck.controller.log"));
-  ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller->Log();
+  Cluster cluster({.telemetry_interval_ms = kIntervalMs});
+  ASSERT_TRUE(cluster.StartController());
 
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials());
   auto stub = weft::v1::AgentService::NewStub(channel);
   weft::v1::RegisterRequest request;
   request.mutable_node()->set_name("gpu-stuck");
@@ -198,16 +138,11 @@ TEST(StuckStreamTest, OneStuckAgentStreamNeverBlocksTheOthers) {
   ASSERT_TRUE(stream->Write(batch));
   // ... and now it hangs.
 
-  std::vector<std::unique_ptr<Subprocess>> agents;
   for (int i = 0; i < 4; ++i) {
-    agents.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{kAgent, "--node", absl::StrCat("gpu-s", i), "--rack", "rack-s",
-                                 "--controller", address, "--metrics", "off", "--health",
-                                 "off", absl::StrCat("--interval_ms=", kIntervalMs), "--nics",
-                                 "2"},
-        TempPath(absl::StrCat("stuck.agent", i, ".log"))));
+    cluster.StartAgent(
+        {.name = absl::StrCat("gpu-s", i), .rack = "rack-s", .interval_ms = kIntervalMs});
   }
-  auto others_healthy_stuck_down = [](const std::map<std::string, weft::v1::NodeStatus>& nodes) {
+  auto others_healthy_stuck_down = [](const NodeMap& nodes) {
     if (nodes.size() != 5) return false;
     for (const auto& [name, node] : nodes) {
       const auto want =
@@ -216,12 +151,12 @@ TEST(StuckStreamTest, OneStuckAgentStreamNeverBlocksTheOthers) {
     }
     return true;
   };
-  ASSERT_TRUE(WaitForNodes(address, absl::Seconds(20), others_healthy_stuck_down))
-      << controller->Log();
+  ASSERT_TRUE(cluster.WaitForNodes("gpu-stuck DOWN, the other four HEALTHY", absl::Seconds(20),
+                                   others_healthy_stuck_down));
   // For the next few seconds every answer is prompt and the others stay HEALTHY.
   for (int i = 0; i < 10; ++i) {
     const absl::Time asked = absl::Now();
-    const auto nodes = ListNodes(address);
+    const auto nodes = cluster.NodesByName();
     EXPECT_LT(absl::Now() - asked, absl::Seconds(1));
     EXPECT_TRUE(others_healthy_stuck_down(nodes)) << "poll " << i;
     absl::SleepFor(absl::Milliseconds(2 * kIntervalMs));
@@ -244,48 +179,32 @@ class PartitionTest : public ::testing::Test {
                               " addr add 198.51.100.2/30 dev eth0 && ip -n ", ns_,
                               " link set eth0 up && ip -n ", ns_, " link set lo up")),
               0);
-    const int port = FreePort();
-    address_ = absl::StrCat("198.51.100.1:", port);
-    controller_ = StartController(address_, FreshStateDir(),
-                                  TempPath("partition.controller.log"), {"--insecure"});
-    ASSERT_TRUE(WaitForListening(absl::Seconds(10))) << controller_->Log();
+    // The controller listens on the host end of the link, so it needs --insecure to run
+    // without TLS, as do the agents and weftctl.
+    cluster_ = std::make_unique<Cluster>(weft::testing::ControllerOptions{
+        .listen_host = "198.51.100.1", .telemetry_interval_ms = kIntervalMs,
+        .flags = {"--insecure"}});
+    cluster_->set_weftctl_flags({"--insecure"});
+    ASSERT_TRUE(cluster_->StartController());
     // One node inside the namespace, one on the host side (for placement).
-    cut_off_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", ns_, kAgent, "--node",
-                                 "gpu-p01", "--rack", "rack-p", "--controller", address_, "--insecure",
-                                 "--metrics", "127.0.0.1:9977", "--health", "off",
-                                 absl::StrCat("--interval_ms=", kIntervalMs), "--nics", "2"},
-        TempPath("partition.agent-ns.log"));
-    steady_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kAgent, "--node", "gpu-p02", "--rack", "rack-p",
-                                 "--controller", address_, "--insecure", "--metrics", "off", "--health",
-                                 "off", absl::StrCat("--interval_ms=", kIntervalMs), "--nics",
-                                 "2"},
-        TempPath("partition.agent-host.log"));
+    cluster_->StartAgent({.name = "gpu-p01",
+                          .rack = "rack-p",
+                          .interval_ms = kIntervalMs,
+                          .flags = {"--insecure", "--metrics", "127.0.0.1:9977"},
+                          .wrapper = {"/usr/sbin/ip", "netns", "exec", ns_}});
+    cluster_->StartAgent({.name = "gpu-p02",
+                          .rack = "rack-p",
+                          .interval_ms = kIntervalMs,
+                          .flags = {"--insecure"}});
   }
   void TearDown() override {
-    cut_off_.reset();
-    steady_.reset();
-    controller_.reset();
+    cluster_.reset();
     if (!ns_.empty()) Sh(absl::StrCat("ip netns del ", ns_, " 2>/dev/null"));
     if (!host_if_.empty()) Sh(absl::StrCat("ip link del ", host_if_, " 2>/dev/null"));
   }
 
-  bool WaitForListening(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      grpc::ClientContext context;
-      auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
-      if (channel->WaitForConnected(std::chrono::system_clock::now() +
-                                    std::chrono::milliseconds(200))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   std::string StateOf(const std::string& node) {
-    auto nodes = ListNodes(address_);
+    auto nodes = cluster_->NodesByName();
     if (!nodes.count(node)) return "absent";
     return weft::v1::NodeState_Name(nodes.at(node).state());
   }
@@ -305,42 +224,26 @@ class PartitionTest : public ::testing::Test {
   }
 
   CommandResult Place(const std::string& job) {
-    return RunCommand({kWeftctl, "--controller", address_, "--insecure", "place", "--job", job,
-                       "--nodes", "2"},
-                      absl::Seconds(10));
+    return cluster_->Weftctl({"place", "--job", job, "--nodes", "2"});
   }
 
-  std::string Logs() {
-    return absl::StrCat("controller log:\n", controller_->Log(), "cut-off agent log:\n",
-                        cut_off_->Log());
-  }
-
-  std::string ns_, host_if_, address_;
-  std::unique_ptr<Subprocess> controller_, cut_off_, steady_;
+  std::string ns_, host_if_;
+  std::unique_ptr<Cluster> cluster_;
 };
 
 TEST_F(PartitionTest, CutOffAgentGoesDownIsNotPlacedAndRecovers) {
-  auto both_healthy = [](const std::map<std::string, weft::v1::NodeStatus>& nodes) {
+  auto both_healthy = [](const NodeMap& nodes) {
     return nodes.size() == 2 && nodes.at("gpu-p01").state() == weft::v1::NODE_STATE_HEALTHY &&
            nodes.at("gpu-p02").state() == weft::v1::NODE_STATE_HEALTHY;
   };
-  ASSERT_TRUE(WaitForNodes(address_, absl::Seconds(20), both_healthy)) << Logs();
+  ASSERT_TRUE(cluster_->WaitForNodes("both nodes HEALTHY", absl::Seconds(20), both_healthy));
   CommandResult placed = Place("before-partition");
   ASSERT_EQ(placed.exit_status, 0) << placed.err;
-  ASSERT_EQ(RunCommand({kWeftctl, "--controller", address_, "--insecure", "release", "--job",
-                        "before-partition"},
-                       absl::Seconds(10))
-                .exit_status,
-            0);
+  ASSERT_EQ(cluster_->Weftctl({"release", "--job", "before-partition"}).exit_status, 0);
 
   ASSERT_EQ(Sh(absl::StrCat("ip link set ", host_if_, " down")), 0);
   const double collections_at_cut = Collections();
-  ASSERT_TRUE(WaitForNodes(address_, absl::Seconds(10),
-                           [](const std::map<std::string, weft::v1::NodeStatus>& nodes) {
-                             return nodes.count("gpu-p01") &&
-                                    nodes.at("gpu-p01").state() == weft::v1::NODE_STATE_DOWN;
-                           }))
-      << "gpu-p01 is " << StateOf("gpu-p01") << "\n" << Logs();
+  ASSERT_TRUE(cluster_->WaitForState("gpu-p01", weft::v1::NODE_STATE_DOWN, absl::Seconds(10)));
   EXPECT_EQ(StateOf("gpu-p02"), "NODE_STATE_HEALTHY");
   // Placement now has one usable node: a two-node job is refused, saying so.
   CommandResult refused = Place("during-partition");
@@ -349,13 +252,13 @@ TEST_F(PartitionTest, CutOffAgentGoesDownIsNotPlacedAndRecovers) {
   EXPECT_THAT(refused.err, HasSubstr("not eligible: 1 unhealthy"));
   // The cut-off agent goes on collecting.
   absl::SleepFor(absl::Milliseconds(5 * kIntervalMs));
-  EXPECT_GT(Collections(), collections_at_cut + 2) << cut_off_->Log();
+  EXPECT_GT(Collections(), collections_at_cut + 2);
 
   ASSERT_EQ(Sh(absl::StrCat("ip link set ", host_if_, " up")), 0);
-  ASSERT_TRUE(WaitForNodes(address_, absl::Seconds(30), both_healthy))
-      << "gpu-p01 is " << StateOf("gpu-p01") << "\n" << Logs();
+  ASSERT_TRUE(cluster_->WaitForNodes("both nodes HEALTHY again", absl::Seconds(30),
+                                     both_healthy));
   placed = Place("after-partition");
-  EXPECT_EQ(placed.exit_status, 0) << placed.err << Logs();
+  EXPECT_EQ(placed.exit_status, 0) << placed.err;
 }
 
 }  // namespace

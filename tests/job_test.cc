@@ -20,18 +20,16 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace weft {
 namespace {
 
 using ::testing::HasSubstr;
-using weft::testing::FreePort;
+using weft::testing::Cluster;
 using weft::testing::Subprocess;
-using weft::testing::TempPath;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
 constexpr char kRank[] = "tests/job_rank";
 
 // Whether this machine has an RDMA device; the ranks would then try RC on the
@@ -61,76 +59,57 @@ class JobTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (HasRdmaDevice()) GTEST_SKIP() << "this machine has an RDMA device; the test needs TCP";
-    const int port = FreePort();
-    controller_address_ = absl::StrCat("127.0.0.1:", port);
-    state_dir_ = TempPath(absl::StrCat(TestName(), ".state"));
-    controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
-                                 absl::StrCat("127.0.0.1:", FreePort()), "--state_dir",
-                                 state_dir_},
-        TempPath(absl::StrCat(TestName(), ".controller.log")));
-    ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller_->Log();
+    ASSERT_TRUE(cluster_.StartController());
     for (const std::string node : {"node-a", "node-b"}) {
       // Unix socket paths must stay under 108 bytes: not under TEST_TMPDIR.
       const std::string socket =
           absl::StrCat("/tmp/weft-jobtest-", getpid(), "-", ++test_count_, "-", node, ".sock");
       sockets_[node] = socket;
-      agents_[node] = std::make_unique<Subprocess>(
-          std::vector<std::string>{kAgent, "--node", node, "--controller", controller_address_,
-                                   "--metrics", "off", "--health", "off", "--interval_ms=200",
-                                   "--nics=2", "--gpus=2", "--job_socket", socket},
-          TempPath(absl::StrCat(TestName(), ".", node, ".log")));
+      cluster_.StartAgent(
+          {.name = node, .nics = 2, .gpus = 2, .flags = {"--job_socket", socket}});
     }
     for (const auto& [node, socket] : sockets_) {
-      const absl::Time deadline = absl::Now() + absl::Seconds(10);
-      while (!Accepting(socket) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
-      ASSERT_TRUE(Accepting(socket)) << agents_[node]->Log();
+      ASSERT_TRUE(weft::testing::WaitFor(
+          absl::StrCat(node, "'s agent accepting on ", socket), absl::Seconds(10),
+          [&](std::string*) { return Accepting(socket); }, absl::Milliseconds(20)));
     }
   }
 
   void TearDown() override {
     // SIGTERM, so the agents remove their sockets as a real stop does.
-    for (auto& [node, agent] : agents_) {
+    for (auto& [node, agent] : cluster_.agents()) {
       agent->Signal(SIGTERM);
-      EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0) << agent->Log();
+      EXPECT_EQ(agent->Wait(absl::Seconds(10)), 0);
       EXPECT_FALSE(Accepting(sockets_[node]));
       struct stat st {};
       EXPECT_NE(stat(sockets_[node].c_str(), &st), 0) << "a stopped agent removes its socket";
     }
   }
 
-  static std::string TestName() {
-    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  }
-
   // Rank `rank` of `size` on `node`, driving GPU `gpu`.
-  std::unique_ptr<Subprocess> StartRank(const std::string& job, int rank, int size,
-                                        const std::string& node, int gpu, int timeout_ms) {
-    return std::make_unique<Subprocess>(
-        std::vector<std::string>{"/usr/bin/env",
-                                 absl::StrCat("WEFT_RANK=", rank),
-                                 absl::StrCat("WEFT_WORLD_SIZE=", size),
-                                 "WEFT_AGENT_SOCKET=" + sockets_[node],
-                                 "WEFT_JOB_ID=" + job,
-                                 absl::StrCat("WEFT_GPU=", gpu),
-                                 "WEFT_QOS_CLASS=storage",
-                                 kRank,
-                                 absl::StrCat("--timeout_ms=", timeout_ms)},
-        TempPath(absl::StrCat(TestName(), ".rank", rank, ".log")));
+  Subprocess& StartRank(const std::string& job, int rank, int size, const std::string& node,
+                        int gpu, int timeout_ms) {
+    return cluster_.Track(absl::StrCat("rank", rank),
+                          {"/usr/bin/env",
+                           absl::StrCat("WEFT_RANK=", rank),
+                           absl::StrCat("WEFT_WORLD_SIZE=", size),
+                           "WEFT_AGENT_SOCKET=" + sockets_[node],
+                           "WEFT_JOB_ID=" + job,
+                           absl::StrCat("WEFT_GPU=", gpu),
+                           "WEFT_QOS_CLASS=storage",
+                           kRank,
+                           absl::StrCat("--timeout_ms=", timeout_ms)});
   }
 
-  std::string controller_address_;
-  std::string state_dir_;
-  std::unique_ptr<Subprocess> controller_;
+  Cluster cluster_;
   std::map<std::string, std::string> sockets_;
-  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
   static inline int test_count_ = 0;
 };
 
 TEST_F(JobTest, FourRanksOnTwoAgentsChooseTheirPathMeetAndAllReduce) {
-  std::vector<std::unique_ptr<Subprocess>> ranks;
+  std::vector<Subprocess*> ranks;
   for (int rank = 0; rank < 4; ++rank) {
-    ranks.push_back(StartRank("job-ok", rank, 4, rank < 2 ? "node-a" : "node-b", rank % 2, 30000));
+    ranks.push_back(&StartRank("job-ok", rank, 4, rank < 2 ? "node-a" : "node-b", rank % 2, 30000));
   }
   for (int rank = 0; rank < 4; ++rank) {
     const std::optional<int> exit = ranks[rank]->Wait(absl::Seconds(60));
@@ -148,11 +127,11 @@ TEST_F(JobTest, FourRanksOnTwoAgentsChooseTheirPathMeetAndAllReduce) {
 
 TEST_F(JobTest, ARankThatNeverStartsIsNamedWithinTheTimeout) {
   constexpr int kTimeoutMs = 3000;
-  std::vector<std::unique_ptr<Subprocess>> ranks;
+  std::vector<Subprocess*> ranks;
   const absl::Time start = absl::Now();
   for (int rank = 0; rank < 3; ++rank) {  // rank 3 never starts
     ranks.push_back(
-        StartRank("job-short", rank, 4, rank < 2 ? "node-a" : "node-b", rank % 2, kTimeoutMs));
+        &StartRank("job-short", rank, 4, rank < 2 ? "node-a" : "node-b", rank % 2, kTimeoutMs));
   }
   for (int rank = 0; rank < 3; ++rank) {
     const std::optional<int> exit = ranks[rank]->Wait(absl::Seconds(30));

@@ -20,20 +20,19 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/weft/v1/placement.pb.h"
+#include "common/testing/temp_dir.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace {
 
 using ::testing::HasSubstr;
+using weft::testing::Cluster;
 using weft::testing::CommandResult;
-using weft::testing::FreePort;
 using weft::testing::RunCommand;
 using weft::testing::Subprocess;
 using weft::testing::TempPath;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
-constexpr char kWeftctl[] = "cli/weftctl";
 
 int Sh(const std::string& command) { return std::system(command.c_str()); }
 
@@ -68,14 +67,12 @@ class LldpTopologyTest : public ::testing::Test {
     mkdir(sock_dir_.c_str(), 0755);
     const std::string sw_sock = sock_dir_ + "/sw.sock";
     host_sock_ = sock_dir_ + "/host.sock";
-    sw_lldpd_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", sw_, "/usr/sbin/lldpd", "-d",
-                                 "-u", sw_sock, "-I", "swp1,swp2"},
-        TempPath("lt-sw-lldpd.log"));
-    host_lldpd_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", host_, "/usr/sbin/lldpd",
-                                 "-d", "-u", host_sock_, "-I", "ens1np0,ens2np0"},
-        TempPath("lt-host-lldpd.log"));
+    sw_lldpd_ = &cluster_->Track("switch-lldpd", {"/usr/sbin/ip", "netns", "exec", sw_,
+                                                  "/usr/sbin/lldpd", "-d", "-u", sw_sock, "-I",
+                                                  "swp1,swp2"});
+    host_lldpd_ = &cluster_->Track("host-lldpd", {"/usr/sbin/ip", "netns", "exec", host_,
+                                                  "/usr/sbin/lldpd", "-d", "-u", host_sock_, "-I",
+                                                  "ens1np0,ens2np0"});
     for (int i = 0; i < 50; ++i) {
       if (Sh(absl::StrCat("lldpcli -u ", sw_sock,
                           " configure system hostname leaf-a01 >/dev/null 2>&1")) == 0) {
@@ -108,28 +105,16 @@ class LldpTopologyTest : public ::testing::Test {
     ASSERT_TRUE(HostHearsBothPorts(absl::Seconds(20)))
         << sw_lldpd_->Log() << host_lldpd_->Log();
 
-    const int port = FreePort();
-    controller_address_ = absl::StrCat("127.0.0.1:", port);
-    controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
-                                 absl::StrCat("127.0.0.1:", FreePort()),
-                                 "--telemetry_interval_ms=200", "--state_dir",
-                                 TempPath("lt-state")},
-        TempPath("lt-controller.log"));
-    ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller_->Log();
-    agent_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kAgent, "--node", "gpu-x01", "--pod", "pod-1", "--controller",
-                                 controller_address_, "--metrics", "off", "--health", "off",
-                                 "--interval_ms=200", "--nics", "2", "--gpus", "2", "--lldp",
-                                 host_sock_},
-        TempPath("lt-agent.log"));
+    ASSERT_TRUE(cluster_->StartController());
+    cluster_->StartAgent({.name = "gpu-x01",
+                          .pod = "pod-1",
+                          .nics = 2,
+                          .gpus = 2,
+                          .flags = {"--lldp", host_sock_}});
   }
 
   void TearDown() override {
-    agent_.reset();
-    controller_.reset();
-    sw_lldpd_.reset();
-    host_lldpd_.reset();
+    cluster_.reset();
     if (!sw_.empty()) {
       Sh(absl::StrCat("ip netns del ", sw_, " 2>/dev/null; ip netns del ", host_, " 2>/dev/null"));
     }
@@ -151,11 +136,7 @@ class LldpTopologyTest : public ::testing::Test {
     return false;
   }
 
-  CommandResult Weftctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {kWeftctl, "--controller", controller_address_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, absl::Seconds(10));
-  }
+  CommandResult Weftctl(std::vector<std::string> args) { return cluster_->Weftctl(args); }
 
   // The controller's topology once gpu-x01 is in it with both NICs' LLDP switches.
   weft::v1::StaticTopology ExportedTopology(absl::Duration timeout) {
@@ -175,17 +156,16 @@ class LldpTopologyTest : public ::testing::Test {
     return topology;
   }
 
-  std::string Logs() {
-    return absl::StrCat("controller log:\n", controller_->Log(), "agent log:\n", agent_->Log());
-  }
-
-  std::string suffix_, sw_, host_, sock_dir_, host_sock_, controller_address_;
-  std::unique_ptr<Subprocess> sw_lldpd_, host_lldpd_, controller_, agent_;
+  std::string suffix_, sw_, host_, sock_dir_, host_sock_;
+  // Reset in TearDown, before the namespaces its processes run in go.
+  std::unique_ptr<Cluster> cluster_ = std::make_unique<Cluster>();
+  Subprocess* sw_lldpd_ = nullptr;
+  Subprocess* host_lldpd_ = nullptr;
 };
 
 TEST_F(LldpTopologyTest, ControllerInfersTheRackAndWeftctlChecksTheCabling) {
   const weft::v1::StaticTopology topology = ExportedTopology(absl::Seconds(20));
-  ASSERT_EQ(topology.nodes_size(), 1) << Logs();
+  ASSERT_EQ(topology.nodes_size(), 1);
   const weft::v1::SnapshotNode& node = topology.nodes(0);
   EXPECT_EQ(node.name(), "gpu-x01");
   // No --rack: the ToR both NICs reach becomes the rack.

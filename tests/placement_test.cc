@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
-#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/placement.pb.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace weft {
@@ -29,15 +29,12 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
+using weft::testing::Cluster;
 using weft::testing::CommandResult;
-using weft::testing::FreePort;
+using weft::testing::kWeftctlBinary;
 using weft::testing::RunCommand;
-using weft::testing::Subprocess;
 using weft::testing::TempPath;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
-constexpr char kWeftctl[] = "cli/weftctl";
 constexpr int kIntervalMs = 200;
 constexpr int kGpus = 8;
 
@@ -80,80 +77,31 @@ weft::v1::PlacementResponse ParsePlacement(const std::string& json) {
 class PlacementTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const int port = FreePort();
-    metrics_port_ = FreePort();
-    controller_address_ = absl::StrCat("127.0.0.1:", port);
-    controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", controller_address_, "--metrics",
-                                 absl::StrCat("127.0.0.1:", metrics_port_),
-                                 absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
-                                 "--state_dir", weft::testing::MakeTempDir("controller-state")},
-        TempPath(absl::StrCat(TestName(), ".controller.log")));
-    ASSERT_TRUE(weft::testing::WaitForPort(port, absl::Seconds(10))) << controller_->Log();
-    admin_ = weft::v1::AdminService::NewStub(
-        grpc::CreateChannel(controller_address_, grpc::InsecureChannelCredentials()));
+    ASSERT_TRUE(cluster_.StartController());
+    std::vector<std::string> names;
     for (const NodeSpec& spec : kNodes) {
-      agents_[spec.name] = std::make_unique<Subprocess>(
-          std::vector<std::string>{kAgent, "--node", spec.name, "--rack", spec.rack, "--pod",
-                                   spec.pod, "--controller", controller_address_, "--metrics",
-                                   "off", "--health", "off",
-                                   absl::StrCat("--interval_ms=", kIntervalMs), "--nics", "2",
-                                   "--gpus", absl::StrCat(kGpus)},
-          TempPath(absl::StrCat(TestName(), ".", spec.name, ".log")));
+      cluster_.StartAgent({.name = spec.name,
+                           .rack = spec.rack,
+                           .pod = spec.pod,
+                           .interval_ms = kIntervalMs,
+                           .nics = 2,
+                           .gpus = kGpus});
+      names.push_back(spec.name);
     }
-    ASSERT_TRUE(WaitForAllHealthy(absl::Seconds(20))) << DumpLogs();
+    ASSERT_TRUE(cluster_.WaitForHealthy(names, absl::Seconds(20)));
   }
 
-  static std::string TestName() {
-    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  }
-
-  bool WaitForAllHealthy(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-      weft::v1::ListNodesResponse nodes;
-      if (admin_->ListNodes(&context, weft::v1::ListNodesRequest(), &nodes).ok()) {
-        int healthy = 0;
-        for (const auto& node : nodes.nodes()) {
-          // Reporting with rates: past the first sample.
-          if (node.state() == weft::v1::NODE_STATE_HEALTHY && node.rates().tx_gbps() > 0) {
-            ++healthy;
-          }
-        }
-        if (healthy == static_cast<int>(std::size(kNodes))) return true;
-      }
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    return false;
-  }
-
-  CommandResult Weftctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {kWeftctl, "--controller", controller_address_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, absl::Seconds(10));
-  }
+  CommandResult Weftctl(std::vector<std::string> args) { return cluster_.Weftctl(args); }
 
   // `weftctl place` that must succeed; its stdout.
   std::string Place(std::vector<std::string> args) {
     args.insert(args.begin(), "place");
     CommandResult result = Weftctl(args);
-    EXPECT_EQ(result.exit_status, 0) << result.err << DumpLogs();
+    EXPECT_EQ(result.exit_status, 0) << result.err;
     return result.out;
   }
 
-  std::string DumpLogs() {
-    std::string out = "controller log:\n" + controller_->Log();
-    for (auto& [name, agent] : agents_) absl::StrAppend(&out, name, " log:\n", agent->Log());
-    return out;
-  }
-
-  int metrics_port_ = 0;
-  std::string controller_address_;
-  std::unique_ptr<Subprocess> controller_;
-  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
-  std::unique_ptr<weft::v1::AdminService::Stub> admin_;
+  Cluster cluster_{{.telemetry_interval_ms = kIntervalMs}};
 };
 
 TEST_F(PlacementTest, PlacesOnFewestRacksIdempotentlyAndReleases) {
@@ -231,16 +179,14 @@ TEST_F(PlacementTest, PlacesOnFewestRacksIdempotentlyAndReleases) {
   ASSERT_EQ(renew.exit_status, 0) << renew.err;
   EXPECT_THAT(renew.out, HasSubstr("renewed rsv-2 until "));
 
-  CommandResult metrics = RunCommand(
-      {"/usr/bin/curl", "-sf", absl::StrCat("http://127.0.0.1:", metrics_port_, "/metrics")},
-      absl::Seconds(5));
-  ASSERT_EQ(metrics.exit_status, 0) << metrics.err;
-  EXPECT_THAT(metrics.out, HasSubstr("weft_controller_placements_total{result=\"placed\"} 3"));
-  EXPECT_THAT(metrics.out, HasSubstr("weft_controller_placements_total{result=\"existing\"} 2"));
-  EXPECT_THAT(metrics.out,
+  const std::string metrics = cluster_.Metrics();
+  ASSERT_FALSE(metrics.empty()) << "no /metrics on " << cluster_.metrics_address();
+  EXPECT_THAT(metrics, HasSubstr("weft_controller_placements_total{result=\"placed\"} 3"));
+  EXPECT_THAT(metrics, HasSubstr("weft_controller_placements_total{result=\"existing\"} 2"));
+  EXPECT_THAT(metrics,
               HasSubstr("weft_controller_placements_total{result=\"no_capacity\"} 2"));
-  EXPECT_THAT(metrics.out, HasSubstr("weft_controller_reservations 2"));
-  EXPECT_THAT(metrics.out, HasSubstr("weft_controller_reserved_nodes 5"));
+  EXPECT_THAT(metrics, HasSubstr("weft_controller_reservations 2"));
+  EXPECT_THAT(metrics, HasSubstr("weft_controller_reserved_nodes 5"));
 
   // What a batch script's exit trap does: release by job id.
   CommandResult by_job = Weftctl({"release", "--job", "big"});
@@ -307,13 +253,13 @@ TEST_F(PlacementTest, DrainedNodeIsNeverPlacedButStaysInTheTopology) {
           f);
     fclose(f);
   }
-  CommandResult offline = RunCommand({kWeftctl, "place", "--offline", "--topology", topology,
+  CommandResult offline = RunCommand({kWeftctlBinary, "place", "--offline", "--topology", topology,
                                       "--occupancy", occupancy, "--job", "what-if", "--nodes",
                                       "3", "--format", "hostfile"},
                                      absl::Seconds(10));
   ASSERT_EQ(offline.exit_status, 0) << offline.err;
   EXPECT_THAT(HostfileNodes(offline.out), UnorderedElementsAre("gpu-a01", "gpu-a02", "gpu-b02"));
-  offline = RunCommand({kWeftctl, "place", "--offline", "--topology", topology, "--occupancy",
+  offline = RunCommand({kWeftctlBinary, "place", "--offline", "--topology", topology, "--occupancy",
                         occupancy, "--job", "what-if", "--nodes", "4"},
                        absl::Seconds(10));
   EXPECT_EQ(offline.exit_status, 1);
@@ -338,21 +284,21 @@ TEST(OfflinePlacementTest, TopologyFileWithoutAController) {
   fclose(f);
   // Nothing listens on the controller address: --offline must not need it.
   CommandResult placed = RunCommand(
-      {kWeftctl, "--controller", "127.0.0.1:1", "place", "--offline", "--topology", path,
+      {kWeftctlBinary, "--controller", "127.0.0.1:1", "place", "--offline", "--topology", path,
        "--job", "plan", "--ranks", "12", "--gpus-per-node", "4", "--format", "hostfile"},
       absl::Seconds(10));
   ASSERT_EQ(placed.exit_status, 0) << placed.err;
   ASSERT_EQ(Lines(placed.out).size(), 12u);
   EXPECT_THAT(HostfileNodes(placed.out), UnorderedElementsAre("n03", "n04", "n05"));
 
-  CommandResult slurm = RunCommand({kWeftctl, "topology", "export", "--offline", "--topology",
+  CommandResult slurm = RunCommand({kWeftctlBinary, "topology", "export", "--offline", "--topology",
                                     path, "--format", "slurm"},
                                    absl::Seconds(10));
   ASSERT_EQ(slurm.exit_status, 0) << slurm.err;
   EXPECT_THAT(slurm.out, HasSubstr("SwitchName=r2 Nodes=n03,n04,n05\n"
                                    "SwitchName=p1 Switches=r1,r2\n"));
 
-  CommandResult usage = RunCommand({kWeftctl, "place", "--offline", "--job", "plan",
+  CommandResult usage = RunCommand({kWeftctlBinary, "place", "--offline", "--job", "plan",
                                     "--nodes", "1"},
                                    absl::Seconds(10));
   EXPECT_EQ(usage.exit_status, 2);

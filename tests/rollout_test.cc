@@ -36,21 +36,19 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/weft/v1/rollout.pb.h"
+#include "common/testing/temp_dir.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace weft {
 namespace {
 
 using ::testing::HasSubstr;
+using weft::testing::Cluster;
 using weft::testing::CommandResult;
-using weft::testing::FreePort;
-using weft::testing::RunCommand;
-using weft::testing::Subprocess;
+using weft::testing::SeriesValue;
 using weft::testing::TempPath;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
-constexpr char kWeftctl[] = "cli/weftctl";
 constexpr int kIntervalMs = 200;
 constexpr int kNics = 4;
 
@@ -98,41 +96,12 @@ rollout:
 )");
 }
 
-// The value of the series `series` (name{labels}) in a /metrics text; nullopt if absent.
-std::optional<double> SeriesValue(const std::string& text, const std::string& series) {
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::StartsWith(line, series + " ")) continue;
-    double value = 0;
-    if (absl::SimpleAtod(line.substr(series.size() + 1), &value)) return value;
-  }
-  return std::nullopt;
-}
-
 class RolloutTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    controller_port_ = FreePort();
-    metrics_port_ = FreePort();
-    controller_address_ = absl::StrCat("127.0.0.1:", controller_port_);
-    state_dir_ = TempPath(absl::StrCat(TestName(), ".state"));
-    StartController();
-  }
+  void SetUp() override { ASSERT_TRUE(cluster_.StartController()); }
 
   static std::string TestName() {
     return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  }
-
-  // `config` (a YAML file) is passed with --config when not empty.
-  void StartController(const std::string& config = "") {
-    std::vector<std::string> argv = {kController, "--listen", controller_address_, "--metrics",
-                                     absl::StrCat("127.0.0.1:", metrics_port_),
-                                     absl::StrCat("--telemetry_interval_ms=", kIntervalMs),
-                                     "--state_dir", state_dir_};
-    if (!config.empty()) argv.insert(argv.end(), {"--config", config});
-    controller_ = std::make_unique<Subprocess>(
-        argv, TempPath(absl::StrCat(TestName(), ".controller.log")));
-    ASSERT_TRUE(weft::testing::WaitForPort(controller_port_, absl::Seconds(10)))
-        << controller_->Log();
   }
 
   // Three racks of two: n-r1-1 n-r1-2 in rack-1 and so on. The canary is the first
@@ -141,53 +110,28 @@ class RolloutTest : public ::testing::Test {
     for (int r = 1; r <= 3; ++r) {
       for (int i = 1; i <= 2; ++i) {
         const std::string node = absl::StrCat("n-r", r, "-", i);
-        std::vector<std::string> argv = {kAgent,
-                                         "--node", node,
-                                         "--rack", absl::StrCat("rack-", r),
-                                         "--pod", "pod-1",
-                                         "--controller", controller_address_,
-                                         "--metrics", "off",
-                                         "--health", "off",
-                                         absl::StrCat("--interval_ms=", kIntervalMs),
-                                         absl::StrCat("--nics=", kNics),
-                                         "--traffic_level=0.3"};
-        argv.insert(argv.end(), extra[node].begin(), extra[node].end());
-        agents_[node] = std::make_unique<Subprocess>(
-            argv, TempPath(absl::StrCat(TestName(), ".", node, ".log")));
-        nodes_.push_back(node);
+        std::vector<std::string> flags = {"--traffic_level=0.3"};
+        flags.insert(flags.end(), extra[node].begin(), extra[node].end());
+        cluster_.StartAgent({.name = node,
+                             .rack = absl::StrCat("rack-", r),
+                             .pod = "pod-1",
+                             .interval_ms = kIntervalMs,
+                             .nics = kNics,
+                             .flags = flags});
       }
     }
   }
 
-  CommandResult Weftctl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {kWeftctl, "--controller", controller_address_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, absl::Seconds(10));
-  }
-
-  std::string Metrics() {
-    return RunCommand({"/usr/bin/curl", "-sf",
-                       absl::StrCat("http://127.0.0.1:", metrics_port_, "/metrics")},
-                      absl::Seconds(5))
-        .out;
-  }
-
-  double Metric(const std::string& series) {
-    return SeriesValue(Metrics(), series).value_or(-1);
-  }
-
-  // Polls until the controller's /metrics has `series` at `value`.
-  bool WaitForMetric(const std::string& series, double value, absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      if (SeriesValue(Metrics(), series) == value) return true;
-      absl::SleepFor(absl::Milliseconds(200));
-    }
-    return false;
+  CommandResult Weftctl(std::vector<std::string> args) { return cluster_.Weftctl(args); }
+  std::string Metrics() { return cluster_.Metrics(); }
+  double Metric(const std::string& series) { return cluster_.Metric(series).value_or(-1); }
+  ::testing::AssertionResult WaitForMetric(const std::string& series, double value,
+                                           absl::Duration timeout) {
+    return cluster_.WaitForMetric(series, value, timeout);
   }
 
   // All six nodes registered and reporting.
-  bool WaitForNodes(absl::Duration timeout) {
+  ::testing::AssertionResult WaitForNodes(absl::Duration timeout) {
     return WaitForMetric("weft_controller_nodes{state=\"healthy\"}", 6, timeout);
   }
 
@@ -210,36 +154,25 @@ class RolloutTest : public ::testing::Test {
 
   std::optional<weft::v1::Rollout> WaitForPhase(weft::v1::RolloutPhase phase,
                                                 absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
     std::optional<weft::v1::Rollout> last;
-    while (absl::Now() < deadline) {
-      last = Status();
-      if (last.has_value() && last->phase() == phase) return last;
-      absl::SleepFor(absl::Milliseconds(200));
-    }
-    ADD_FAILURE() << "rollout never reached " << weft::v1::RolloutPhase_Name(phase)
-                  << "; last status: " << (last ? last->DebugString() : "none");
+    EXPECT_TRUE(weft::testing::WaitFor(
+        absl::StrCat("rollout in ", weft::v1::RolloutPhase_Name(phase)), timeout,
+        [&](std::string* observed) {
+          last = Status();
+          *observed = last.has_value() ? last->DebugString() : "no status";
+          return last.has_value() && last->phase() == phase;
+        },
+        absl::Milliseconds(200)));
+    if (last.has_value() && last->phase() == phase) return last;
     return std::nullopt;
   }
 
-  std::string DumpLogs() {
-    std::string out = "controller log:\n" + controller_->Log();
-    for (auto& [name, agent] : agents_) absl::StrAppend(&out, name, " log:\n", agent->Log());
-    return out;
-  }
-
-  int controller_port_ = 0;
-  int metrics_port_ = 0;
-  std::string controller_address_;
-  std::string state_dir_;
-  std::unique_ptr<Subprocess> controller_;
-  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
-  std::vector<std::string> nodes_;
+  Cluster cluster_{{.telemetry_interval_ms = kIntervalMs}};
 };
 
 TEST_F(RolloutTest, RolloutCompletesAcrossThreeRacks) {
   StartAgents();
-  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20)));
   const std::string policy = PolicyFile(/*bake_s=*/2);
 
   CommandResult diff = Weftctl({"policy", "diff", policy});
@@ -250,12 +183,12 @@ TEST_F(RolloutTest, RolloutCompletesAcrossThreeRacks) {
   EXPECT_THAT(diff.out, ::testing::ContainsRegex("dcqcn.rp_min_rate +\\(none\\) +1000 +2"));
 
   CommandResult started = Weftctl({"rollout", "start", policy});
-  ASSERT_EQ(started.exit_status, 0) << started.err << DumpLogs();
+  ASSERT_EQ(started.exit_status, 0) << started.err;
   EXPECT_THAT(started.out, HasSubstr("rollout rollout-1  version 1"));
 
   std::optional<weft::v1::Rollout> done =
       WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60));
-  ASSERT_TRUE(done.has_value()) << DumpLogs();
+  ASSERT_TRUE(done.has_value());
   ASSERT_EQ(done->steps_size(), 3);  // canary of 3, then waves of 2 and 1
   EXPECT_THAT(std::vector<std::string>(done->steps(0).nodes().begin(),
                                        done->steps(0).nodes().end()),
@@ -292,13 +225,13 @@ TEST_F(RolloutTest, RolloutCompletesAcrossThreeRacks) {
 TEST_F(RolloutTest, CanaryNackRollsBack) {
   // n-r2-1 is rack-2's canary; its agent refuses every tunable write.
   StartAgents({{"n-r2-1", {"--fault", "reject_tunables"}}});
-  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20)));
   CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/30)});
   ASSERT_EQ(started.exit_status, 0) << started.err;
 
   std::optional<weft::v1::Rollout> back =
       WaitForPhase(weft::v1::ROLLOUT_PHASE_ROLLED_BACK, absl::Seconds(40));
-  ASSERT_TRUE(back.has_value()) << DumpLogs();
+  ASSERT_TRUE(back.has_value());
   EXPECT_THAT(back->reason(), HasSubstr("canary: 1 of 3 nodes NACKed"));
   EXPECT_EQ(back->steps(0).nacked(), 1u);
   EXPECT_EQ(back->steps(1).started_us(), 0) << "a wave started after a NACK";
@@ -327,15 +260,14 @@ TEST_F(RolloutTest, PfcStormDuringTheBakeRollsBack) {
   // rack-3's canary starts a PFC storm 10 s after its agent starts: after the canary
   // applied the new state, while it bakes.
   StartAgents({{"n-r3-1", {"--fault", "pfc_storm", "--fault_delay_ms=10000"}}});
-  ASSERT_TRUE(WaitForNodes(absl::Seconds(8))) << DumpLogs();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(8)));
   CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/60)});
   ASSERT_EQ(started.exit_status, 0) << started.err;
-  ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_BAKING, absl::Seconds(10)).has_value())
-      << DumpLogs();
+  ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_BAKING, absl::Seconds(10)).has_value());
 
   std::optional<weft::v1::Rollout> back =
       WaitForPhase(weft::v1::ROLLOUT_PHASE_ROLLED_BACK, absl::Seconds(30));
-  ASSERT_TRUE(back.has_value()) << DumpLogs();
+  ASSERT_TRUE(back.has_value());
   EXPECT_THAT(back->reason(), HasSubstr("KPI regression for 1 s: pfc_pause_share"));
   EXPECT_THAT(back->reason(), HasSubstr("changed nodes vs unchanged nodes"));
   bool pfc_regressed = false;
@@ -353,15 +285,13 @@ TEST_F(RolloutTest, PfcStormDuringTheBakeRollsBack) {
 
 TEST_F(RolloutTest, ControllerRestartMidRolloutResumes) {
   StartAgents();
-  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20)));
   CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/4)});
   ASSERT_EQ(started.exit_status, 0) << started.err;
-  ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_BAKING, absl::Seconds(10)).has_value())
-      << DumpLogs();
+  ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_BAKING, absl::Seconds(10)).has_value());
 
-  controller_->Signal(SIGTERM);
-  ASSERT_EQ(controller_->Wait(absl::Seconds(10)), 0) << controller_->Log();
-  StartController();
+  ASSERT_EQ(cluster_.StopController(SIGTERM), 0);
+  ASSERT_TRUE(cluster_.StartController());
 
   // Right after the restart it is still the same rollout, baking the canary.
   std::optional<weft::v1::Rollout> resumed = Status();
@@ -372,7 +302,7 @@ TEST_F(RolloutTest, ControllerRestartMidRolloutResumes) {
 
   std::optional<weft::v1::Rollout> done =
       WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60));
-  ASSERT_TRUE(done.has_value()) << DumpLogs();
+  ASSERT_TRUE(done.has_value());
   bool noted = false;
   for (const auto& event : done->history()) {
     noted |= absl::StrContains(event.message(), "controller restarted; resumed in BAKING");
@@ -403,7 +333,7 @@ TEST_F(RolloutTest, ControllerKilledAtRandomPointsOfARolloutLosesNothing) {
   std::cout << "rollout kill seed " << seed << std::endl;
   std::mt19937 rng(seed);
   StartAgents();
-  ASSERT_TRUE(WaitForNodes(absl::Seconds(20))) << DumpLogs();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20)));
   CommandResult started = Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/1)});
   ASSERT_EQ(started.exit_status, 0) << started.err;
 
@@ -414,29 +344,28 @@ TEST_F(RolloutTest, ControllerKilledAtRandomPointsOfARolloutLosesNothing) {
   for (uint32_t step = 0; step < 3; ++step) {
     const std::pair<uint32_t, int> target = {
         step, std::uniform_int_distribution<int>(0, 1)(rng)};  // 0: sent, 1: baking
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    std::optional<weft::v1::Rollout> reached;
-    while (absl::Now() < deadline) {
-      reached = Status();
-      if (reached.has_value() && Progress(*reached) >= target) break;
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    ASSERT_TRUE(reached.has_value() && Progress(*reached) >= target)
-        << "the rollout never reached step " << step << DumpLogs();
+    ASSERT_TRUE(weft::testing::WaitFor(
+        absl::StrCat("the rollout at step ", step, target.second == 1 ? ", baking" : ""),
+        absl::Seconds(60),
+        [&](std::string* observed) {
+          const std::optional<weft::v1::Rollout> reached = Status();
+          *observed = reached.has_value() ? reached->DebugString() : "no status";
+          return reached.has_value() && Progress(*reached) >= target;
+        },
+        absl::Milliseconds(100)));
     absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(0, 400)(rng)));
     // What weftctl was told last before the kill: the controller had saved it.
     std::optional<weft::v1::Rollout> before = Status();
-    ASSERT_TRUE(before.has_value()) << controller_->Log();
+    ASSERT_TRUE(before.has_value());
     if (before->phase() == weft::v1::ROLLOUT_PHASE_COMPLETED) break;
     seen.push_back(absl::StrCat(weft::v1::RolloutPhase_Name(before->phase()), "/step ",
                                 before->current_step()));
-    controller_->Signal(SIGKILL);
-    ASSERT_EQ(controller_->Wait(absl::Seconds(10)), 128 + SIGKILL);
+    ASSERT_EQ(cluster_.StopController(SIGKILL), 128 + SIGKILL);
     ++kills;
-    StartController();
+    ASSERT_TRUE(cluster_.StartController());
 
     std::optional<weft::v1::Rollout> after = Status();
-    ASSERT_TRUE(after.has_value()) << controller_->Log();
+    ASSERT_TRUE(after.has_value());
     EXPECT_EQ(after->id(), before->id());
     EXPECT_EQ(after->version(), before->version());
     EXPECT_GE(Progress(*after), Progress(*before))
@@ -453,7 +382,7 @@ TEST_F(RolloutTest, ControllerKilledAtRandomPointsOfARolloutLosesNothing) {
 
   std::optional<weft::v1::Rollout> done =
       WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(90));
-  ASSERT_TRUE(done.has_value()) << DumpLogs();
+  ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->steps_size(), 3);
   for (const auto& step : done->steps()) {
     EXPECT_EQ(step.acked(), static_cast<uint32_t>(step.nodes_size())) << step.DebugString();
@@ -471,20 +400,18 @@ TEST_F(RolloutTest, EditingTheWatchedPolicyFileRollsItOut) {
   const std::string policy = PolicyFile(/*bake_s=*/1, /*ai_rate=*/20);
   const std::string config = TempPath(absl::StrCat(TestName(), ".controller.yaml"));
   std::ofstream(config) << "policy_file: " << policy << "\n";
-  controller_->Signal(SIGTERM);
-  ASSERT_EQ(controller_->Wait(absl::Seconds(10)), 0) << controller_->Log();
-  StartController(config);
+  ASSERT_EQ(cluster_.StopController(SIGTERM), 0);
+  ASSERT_TRUE(cluster_.StartController({"--config", config}));
   StartAgents();
   std::optional<weft::v1::Rollout> first =
       WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60));
-  ASSERT_TRUE(first.has_value()) << DumpLogs();
+  ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->source(), "policy_file " + policy);
   EXPECT_EQ(first->steps(0).nodes_size(), 3) << "the canary was chosen before all racks registered";
 
   std::ofstream(policy) << PolicyYaml(/*bake_s=*/1, /*ai_rate=*/40);
   ASSERT_TRUE(WaitForMetric("weft_controller_rollouts_total{result=\"completed\"}", 2,
-                            absl::Seconds(60)))
-      << DumpLogs();
+                            absl::Seconds(60)));
   std::optional<weft::v1::Rollout> second = Status();
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->version(), 3u);

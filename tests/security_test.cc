@@ -14,24 +14,23 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/file.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
 #include "proto/weft/v1/job.grpc.pb.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace {
 
 using weft::ReadWholeFile;
-using weft::testing::FreePort;
+using weft::testing::Cluster;
 using weft::testing::RunCommand;
 using weft::testing::Subprocess;
 using weft::testing::TempPath;
 
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
-constexpr char kWeftctl[] = "cli/weftctl";
 constexpr char kMintPki[] = "deploy/pki/mint-dev-pki.sh";
 
 std::string ReadFile(const std::string& path) {
@@ -55,20 +54,9 @@ class SecurityTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_FALSE(pki_->empty());
-    port_ = FreePort();
-    metrics_port_ = FreePort();
-    address_ = absl::StrCat("127.0.0.1:", port_);
-    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    controller_log_ = TempPath(test + ".controller.log");
-    controller_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kController, "--listen", address_, "--metrics",
-                                 absl::StrCat("127.0.0.1:", metrics_port_),
-                                 "--telemetry_interval_ms=200", "--state_dir",
-                                 TempPath(test + ".state"), "--tls_cert", Pki("controller.crt"),
-                                 "--tls_key", Pki("controller.key"), "--tls_ca",
-                                 Pki("ca.crt"), "--tokens_file", Pki("tokens")},
-        controller_log_);
-    ASSERT_TRUE(weft::testing::WaitForPort(port_, absl::Seconds(10))) << controller_->Log();
+    ASSERT_TRUE(cluster_.StartController({"--tls_cert", Pki("controller.crt"), "--tls_key",
+                                          Pki("controller.key"), "--tls_ca", Pki("ca.crt"),
+                                          "--tokens_file", Pki("tokens")}));
   }
 
   // A channel to the controller presenting `cert` (a name in the PKI, "" for none).
@@ -79,7 +67,7 @@ class SecurityTest : public ::testing::Test {
       options.pem_cert_chain = ReadFile(Pki(cert + ".crt"));
       options.pem_private_key = ReadFile(Pki(cert + ".key"));
     }
-    return grpc::CreateChannel(address_, grpc::SslCredentials(options));
+    return grpc::CreateChannel(cluster_.address(), grpc::SslCredentials(options));
   }
 
   grpc::Status Register(const std::shared_ptr<grpc::Channel>& channel, const std::string& node) {
@@ -95,10 +83,8 @@ class SecurityTest : public ::testing::Test {
   // weftctl against the controller with `flags` (TLS, token) and `args` (the command).
   weft::testing::CommandResult Weftctl(std::vector<std::string> flags,
                                        const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {kWeftctl, "--controller", address_};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, absl::Seconds(15));
+    flags.insert(flags.end(), args.begin(), args.end());
+    return cluster_.Weftctl(flags, absl::Seconds(15));
   }
 
   std::vector<std::string> WithToken(const std::string& role) {
@@ -110,24 +96,21 @@ class SecurityTest : public ::testing::Test {
   }
 
   void StartAgent(const std::string& node, const std::string& cert) {
-    agent_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kAgent, "--node", node, "--controller", address_,
-                                 "--metrics", "off", "--health", "off", "--job_socket", "off",
-                                 "--interval_ms=200",
-                                 "--nics=2", "--tls_cert", Pki(cert + ".crt"), "--tls_key",
-                                 Pki(cert + ".key"), "--tls_ca", Pki("ca.crt")},
-        TempPath(absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(),
-                              ".", node, ".log")));
+    agent_ = &cluster_.StartAgent({.name = node,
+                                   .flags = {"--tls_cert", Pki(cert + ".crt"), "--tls_key",
+                                             Pki(cert + ".key"), "--tls_ca", Pki("ca.crt")}});
   }
 
   // Polls `weftctl nodes` as a viewer until `node` is listed.
-  bool WaitForNode(const std::string& node, absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      if (absl::StrContains(Weftctl(WithCert("viewer"), {"nodes"}).out, node)) return true;
-      absl::SleepFor(absl::Milliseconds(200));
-    }
-    return false;
+  ::testing::AssertionResult WaitForNode(const std::string& node, absl::Duration timeout) {
+    return weft::testing::WaitFor(
+        absl::StrCat(node, " in `weftctl nodes`"), timeout,
+        [&](std::string* observed) {
+          weft::testing::CommandResult nodes = Weftctl(WithCert("viewer"), {"nodes"});
+          *observed = nodes.out + nodes.err;
+          return absl::StrContains(nodes.out, node);
+        },
+        absl::Milliseconds(200));
   }
 
   // The `weftctl audit` row (as an operator) of `who` calling `method`; "" if none.
@@ -145,27 +128,19 @@ class SecurityTest : public ::testing::Test {
   }
 
   static std::string* pki_;
-  int port_ = 0;
-  int metrics_port_ = 0;
-  std::string address_;
-  std::string controller_log_;
-  std::unique_ptr<Subprocess> controller_;
-  std::unique_ptr<Subprocess> agent_;
+  Cluster cluster_;
+  Subprocess* agent_ = nullptr;  // the last StartAgent's
 };
 
 std::string* SecurityTest::pki_ = nullptr;
 
 TEST_F(SecurityTest, AgentWithItsNodeCertificateRegistersAndReports) {
   StartAgent("gpu-a01", "gpu-a01");
-  EXPECT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log() << controller_->Log();
+  EXPECT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15)));
 }
 
 TEST_F(SecurityTest, ControllerExportsWhenItsCertificatesExpire) {
-  const std::string metrics =
-      RunCommand({"/usr/bin/curl", "-sf", absl::StrCat("http://127.0.0.1:", metrics_port_,
-                                                       "/metrics")},
-                 absl::Seconds(5))
-          .out;
+  const std::string metrics = cluster_.Metrics();
   // mint-dev-pki.sh signs for 365 days from now: the gauge is a year out, to the day.
   const double year_out = absl::ToUnixSeconds(absl::Now() + absl::Hours(24 * 365));
   for (const char* file : {"cert", "ca"}) {
@@ -189,7 +164,7 @@ TEST_F(SecurityTest, AgentWithoutCertificateIsRefused) {
   EXPECT_TRUE(absl::StrContains(status.error_message(), "Register needs role agent"))
       << status.error_message();
   // Plaintext to a TLS listener never gets a session.
-  auto plaintext = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  auto plaintext = grpc::CreateChannel(cluster_.address(), grpc::InsecureChannelCredentials());
   EXPECT_EQ(Register(plaintext, "gpu-a01").error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
@@ -222,10 +197,14 @@ TEST_F(SecurityTest, CertificateForAnotherNodeIsPermissionDenied) {
 
   // And the real agent, started as a01 with a02's certificate, never shows up.
   StartAgent("gpu-a01", "gpu-a02");
-  absl::SleepFor(absl::Seconds(2));
-  EXPECT_TRUE(absl::StrContains(agent_->Log(), "PERMISSION_DENIED") ||
-              absl::StrContains(agent_->Log(), "certificate is for node 'gpu-a02'"))
-      << agent_->Log();
+  EXPECT_TRUE(weft::testing::WaitFor("the agent's log naming the refusal", absl::Seconds(10),
+                                     [&](std::string* observed) {
+                                       const std::string log = agent_->Log();
+                                       *observed = log;
+                                       return absl::StrContains(log, "PERMISSION_DENIED") ||
+                                              absl::StrContains(
+                                                  log, "certificate is for node 'gpu-a02'");
+                                     }));
 }
 
 TEST_F(SecurityTest, AnAgentRelaysRendezvousOnlyForItsOwnNode) {
@@ -275,10 +254,11 @@ TEST_F(SecurityTest, CertificateFromAnotherCaIsRefused) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
   // The agent says what a closed TLS connection may mean.
   StartAgent("gpu-a01", "other/gpu-a01");
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!absl::StrContains(agent_->Log(), "a refused certificate") && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  // Its advice may come after the line it waits for; the check below is the assertion.
+  weft::testing::WaitFor("the agent's log naming a refused certificate", absl::Seconds(10),
+                         [&](std::string*) {
+                           return absl::StrContains(agent_->Log(), "a refused certificate");
+                         });
   EXPECT_TRUE(absl::StrContains(agent_->Log(), "check that this node's certificate is signed "
                                                "by the controller's CA"))
       << agent_->Log();
@@ -287,7 +267,7 @@ TEST_F(SecurityTest, CertificateFromAnotherCaIsRefused) {
 
 TEST_F(SecurityTest, ViewerTokenCannotDrain) {
   StartAgent("gpu-a01", "gpu-a01");
-  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log();
+  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15)));
   weft::testing::CommandResult drained =
       Weftctl(WithToken("viewer"), {"drain", "gpu-a01", "--reason", "test"});
   EXPECT_EQ(drained.exit_status, 1) << drained.out << drained.err;
@@ -298,10 +278,10 @@ TEST_F(SecurityTest, ViewerTokenCannotDrain) {
   // A viewer may read.
   EXPECT_EQ(Weftctl(WithToken("viewer"), {"nodes"}).exit_status, 0);
   // The refusal is audited, and only an operator may read the audit log.
-  EXPECT_TRUE(absl::StrContains(controller_->Log(),
+  EXPECT_TRUE(absl::StrContains(cluster_.controller().Log(),
                                 "audit who=dev-viewer role=viewer via=token "
                                 "method=/weft.v1.AdminService/DrainNode"))
-      << controller_->Log();
+      << cluster_.controller().Log();
   const std::string row = AuditRow("dev-viewer", "DrainNode");
   EXPECT_TRUE(absl::StrContains(row, "viewer")) << row;
   EXPECT_TRUE(absl::StrContains(row, "PERMISSION_DENIED")) << row;
@@ -312,7 +292,7 @@ TEST_F(SecurityTest, ViewerTokenCannotDrain) {
 
 TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
   StartAgent("gpu-a01", "gpu-a01");
-  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log();
+  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15)));
   weft::testing::CommandResult drained =
       Weftctl(WithToken("operator"), {"drain", "gpu-a01", "--reason", "maintenance"});
   ASSERT_EQ(drained.exit_status, 0) << drained.out << drained.err;
@@ -320,11 +300,11 @@ TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
   const std::string node = Weftctl(WithCert("viewer"), {"node", "gpu-a01"}).out;
   EXPECT_TRUE(absl::StrContains(node, "DRAINED")) << node;
   EXPECT_TRUE(absl::StrContains(node, "maintenance (by operator dev-operator)")) << node;
-  EXPECT_TRUE(absl::StrContains(controller_->Log(),
+  EXPECT_TRUE(absl::StrContains(cluster_.controller().Log(),
                                 "audit who=dev-operator role=operator via=token "
                                 "method=/weft.v1.AdminService/DrainNode target=gpu-a01 "
                                 "result=\"OK\""))
-      << controller_->Log();
+      << cluster_.controller().Log();
   // `weftctl audit` shows it: who, role, method, target, result.
   const std::string row = AuditRow("dev-operator", "DrainNode");
   EXPECT_TRUE(absl::StrContains(row, "operator")) << row;
@@ -334,20 +314,20 @@ TEST_F(SecurityTest, OperatorTokenDrainsAndTheDrainIsAudited) {
 
 TEST_F(SecurityTest, WeftctlWithClientCertificates) {
   StartAgent("gpu-a01", "gpu-a01");
-  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15))) << agent_->Log();
+  ASSERT_TRUE(WaitForNode("gpu-a01", absl::Seconds(15)));
   // The operator's certificate drains; the drain and the audit name its CN.
   weft::testing::CommandResult drained =
       Weftctl(WithCert("operator"), {"drain", "gpu-a01", "--reason", "cert"});
   EXPECT_EQ(drained.exit_status, 0) << drained.err;
   const std::string events = Weftctl(WithCert("viewer"), {"events", "--node", "gpu-a01"}).out;
   EXPECT_TRUE(absl::StrContains(events, "drained by operator dev-operator")) << events;
-  EXPECT_TRUE(absl::StrContains(controller_->Log(),
+  EXPECT_TRUE(absl::StrContains(cluster_.controller().Log(),
                                 "audit who=dev-operator role=operator via=certificate "
                                 "method=/weft.v1.AdminService/UndrainNode") ||
-              absl::StrContains(controller_->Log(),
+              absl::StrContains(cluster_.controller().Log(),
                                 "audit who=dev-operator role=operator via=certificate "
                                 "method=/weft.v1.AdminService/DrainNode target=gpu-a01"))
-      << controller_->Log();
+      << cluster_.controller().Log();
   // A scheduler's certificate may not undrain.
   weft::testing::CommandResult undrain = Weftctl(WithCert("scheduler"), {"undrain", "gpu-a01"});
   EXPECT_EQ(undrain.exit_status, 1);

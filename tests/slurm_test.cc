@@ -27,6 +27,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/testing/temp_dir.h"
+#include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace weft {
@@ -34,15 +36,14 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using weft::testing::Cluster;
 using weft::testing::CommandResult;
 using weft::testing::FreePort;
+using weft::testing::kWeftctlBinary;
 using weft::testing::RunCommand;
 using weft::testing::Subprocess;
 using weft::testing::TempPath;
 
-constexpr char kWeftctl[] = "cli/weftctl";
-constexpr char kController[] = "controller/weft-controller";
-constexpr char kAgent[] = "agent/weft-agent";
 constexpr char kSbatchWrapper[] = "deploy/slurm/weft-sbatch.sh";
 constexpr char kSlurmctld[] = "/usr/sbin/slurmctld";
 constexpr char kSlurmd[] = "/usr/sbin/slurmd";
@@ -113,7 +114,7 @@ std::map<std::string, Switch> ParseTopology(const std::string& text) {
 class SlurmTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (Subprocess* p : {slurmd_.get(), slurmctld_.get(), agent_.get(), controller_.get()}) {
+    for (Subprocess* p : {slurmd_, slurmctld_, agent_, controller_}) {
       if (p != nullptr && p->running()) {
         p->Signal(SIGTERM);
         p->Wait(absl::Seconds(10));
@@ -169,8 +170,7 @@ class SlurmTest : public ::testing::Test {
   // Starts slurmctld; false (with the reason in skip_reason_ or a test failure) when
   // it does not listen.
   bool StartSlurmctld() {
-    slurmctld_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kSlurmctld, "-D", "-f", conf_}, dir_ + "/slurmctld.log");
+    slurmctld_ = &cluster_.Track("slurmctld", {kSlurmctld, "-D", "-f", conf_});
     if (weft::testing::WaitForPort(ctld_port_, absl::Seconds(20))) return true;
     const std::string log = slurmctld_->Log();
     if (absl::StrContains(log, "auth/none") || absl::StrContains(log, "auth_none")) {
@@ -204,10 +204,12 @@ class SlurmTest : public ::testing::Test {
   std::string dir_;
   std::string conf_;
   int ctld_port_ = 0;
-  std::unique_ptr<Subprocess> controller_;
-  std::unique_ptr<Subprocess> agent_;
-  std::unique_ptr<Subprocess> slurmctld_;
-  std::unique_ptr<Subprocess> slurmd_;
+  // Weft's controller and agent, and slurmctld and slurmd: their logs come with a failure.
+  Cluster cluster_;
+  Subprocess* controller_ = nullptr;
+  Subprocess* agent_ = nullptr;
+  Subprocess* slurmctld_ = nullptr;
+  Subprocess* slurmd_ = nullptr;
 };
 
 TEST_F(SlurmTest, SlurmctldLoadsTheExportedTreeTopology) {
@@ -218,7 +220,7 @@ TEST_F(SlurmTest, SlurmctldLoadsTheExportedTreeTopology) {
   }
   const std::string topology_yaml = dir_ + "/topology.yaml";
   WriteFile(topology_yaml, kTopology);
-  CommandResult exported = RunCommand({kWeftctl, "topology", "export", "--offline",
+  CommandResult exported = RunCommand({kWeftctlBinary, "topology", "export", "--offline",
                                        "--topology", topology_yaml, "--format", "slurm"},
                                       absl::Seconds(10));
   ASSERT_EQ(exported.exit_status, 0) << exported.err;
@@ -265,20 +267,11 @@ TEST_F(SlurmTest, SbatchWrapperRunsRanksInWeftOrderWithTheNodesNcclEnv) {
                  << "); deploy/slurm/weft-sbatch.sh was not run under Slurm";
   }
   // Weft: a controller and the simulated agent of gpu-a01 (2 NICs, 8 GPUs).
-  const int weft_port = FreePort();
-  const std::string weft_address = absl::StrCat("127.0.0.1:", weft_port);
-  controller_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{kController, "--listen", weft_address, "--metrics",
-                               "127.0.0.1:0", "--telemetry_interval_ms=200", "--state_dir",
-                               dir_ + "/controller-state"},
-      dir_ + "/controller.log");
-  ASSERT_TRUE(weft::testing::WaitForPort(weft_port, absl::Seconds(10))) << controller_->Log();
-  agent_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{kAgent, "--node", "gpu-a01", "--rack", "rack-a", "--pod",
-                               "pod-1", "--controller", weft_address, "--metrics", "off",
-                               "--health", "off", "--interval_ms=200", "--nics", "2",
-                               "--gpus", "8"},
-      dir_ + "/agent.log");
+  ASSERT_TRUE(cluster_.StartController());
+  controller_ = &cluster_.controller();
+  const std::string weft_address = cluster_.address();
+  agent_ = &cluster_.StartAgent(
+      {.name = "gpu-a01", .rack = "rack-a", .pod = "pod-1", .nics = 2, .gpus = 8});
 
   // Slurm: slurmd plays node gpu-a01 on this machine, claiming 8 CPUs for 8 tasks.
   WriteFile(dir_ + "/topology.conf", "SwitchName=rack-a Nodes=gpu-a01\n");
@@ -288,19 +281,18 @@ TEST_F(SlurmTest, SbatchWrapperRunsRanksInWeftOrderWithTheNodesNcclEnv) {
     if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
     return;
   }
-  slurmd_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{kSlurmd, "-D", "-f", conf_, "-N", "gpu-a01"},
-      dir_ + "/slurmd.log");
+  slurmd_ = &cluster_.Track("slurmd", {kSlurmd, "-D", "-f", conf_, "-N", "gpu-a01"});
 
   // The node must be registered with Weft before the job asks for a placement.
-  const absl::Time deadline = absl::Now() + absl::Seconds(15);
   CommandResult nodes;
-  while (absl::Now() < deadline) {
-    nodes = RunCommand({kWeftctl, "--controller", weft_address, "nodes"}, absl::Seconds(5));
-    if (absl::StrContains(nodes.out, "HEALTHY")) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  ASSERT_THAT(nodes.out, HasSubstr("HEALTHY")) << agent_->Log();
+  ASSERT_TRUE(weft::testing::WaitFor(
+      "gpu-a01 HEALTHY in `weftctl nodes`", absl::Seconds(15),
+      [&](std::string* observed) {
+        nodes = cluster_.Weftctl({"nodes"}, absl::Seconds(5));
+        *observed = nodes.out + nodes.err;
+        return absl::StrContains(nodes.out, "HEALTHY");
+      },
+      absl::Milliseconds(100)));
 
   // The job: every task prints what it was given.
   const std::string out = dir_ + "/job.out";
@@ -329,8 +321,7 @@ TEST_F(SlurmTest, SbatchWrapperRunsRanksInWeftOrderWithTheNodesNcclEnv) {
         << output;
   }
   // The exit trap released the reservation.
-  CommandResult reservations =
-      RunCommand({kWeftctl, "--controller", weft_address, "reservations"}, absl::Seconds(5));
+  CommandResult reservations = cluster_.Weftctl({"reservations"}, absl::Seconds(5));
   EXPECT_EQ(reservations.out, "no live reservations\n") << reservations.err;
 }
 

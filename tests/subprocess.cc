@@ -7,10 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "common/testing/temp_dir.h"
 
 namespace weft::testing {
 namespace {
@@ -134,16 +133,6 @@ bool WaitForPort(int port, absl::Duration timeout) {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(20));
   }
-}
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-std::string MakeTempDir(const std::string& name) {
-  std::string path = TempPath(name + ".XXXXXX");
-  return mkdtemp(path.data()) != nullptr ? path : "";
 }
 
 }  // namespace weft::testing

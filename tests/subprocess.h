@@ -1,7 +1,9 @@
 // Test utilities for multi-process tests: start a binary with arguments, its stdout
 // and stderr going to a log file; signal it; wait for it with a deadline; pick free
-// loopback ports. testonly. A Subprocess is not thread-safe; the destructor kills
-// (SIGKILL) and reaps a child still running, so a failing test leaves nothing behind.
+// loopback ports. Temporary paths are common/testing/temp_dir.h's; a whole cluster is
+// tests/cluster_harness.h. testonly. A Subprocess is not thread-safe; the destructor
+// kills (SIGKILL) and reaps a child still running, so a failing test leaves nothing
+// behind.
 #ifndef WEFT_TESTS_SUBPROCESS_H_
 #define WEFT_TESTS_SUBPROCESS_H_
 
@@ -12,6 +14,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+// Re-exported: the agent's sysfs/tunables/inspect tests still reach TempPath through
+// this header; new code includes common/testing/temp_dir.h itself.
+#include "common/testing/temp_dir.h"
 
 namespace weft::testing {
 
@@ -52,13 +57,6 @@ int FreePort();
 
 // Whether something accepts TCP connections on 127.0.0.1:`port` within `timeout`.
 bool WaitForPort(int port, absl::Duration timeout);
-
-// TEST_TMPDIR (or /tmp) joined with `name`.
-std::string TempPath(const std::string& name);
-
-// A new empty directory TempPath(name + ".XXXXXX") (mkdtemp), e.g. a controller's
-// --state_dir that no earlier run left state in. Empty string on failure.
-std::string MakeTempDir(const std::string& name);
 
 }  // namespace weft::testing
 
