@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "bench/ingest/synthetic_node.h"
-#include "common/clock.h"
+#include "common/fake_clock.h"
 #include "common/daemon_config.h"
 #include "controller/controller_metrics.h"
 #include "controller/inventory.h"
@@ -31,26 +31,10 @@ ABSL_FLAG(int, sweeps, 40, "Sweep calls timed");
 namespace weft::bench {
 namespace {
 
-// Time that moves only when told: liveness never trips while the benchmark runs.
-class ManualClock : public Clock {
- public:
-  absl::Time Now() const override {
-    absl::MutexLock lock(&mu_);
-    return now_;
-  }
-  void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
-    now_ += d;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
-};
-
 int Run() {
   const int n = absl::GetFlag(FLAGS_nodes);
-  ManualClock clock;
+  // Time moves only when told: liveness never trips while the benchmark runs.
+  FakeClock clock;
   prometheus::Registry registry;
   controller::ControllerMetrics metrics(registry);
   controller::Inventory inventory(

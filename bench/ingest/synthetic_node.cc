@@ -7,7 +7,7 @@
 #include "agent/nic_backend.h"
 #include "agent/sim_backend.h"
 #include "agent/stable_hash.h"
-#include "common/clock.h"
+#include "common/fake_clock.h"
 #include "common/status_macros.h"
 #include "proto/weft/v1/config.pb.h"
 
@@ -17,17 +17,6 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kWavePeriodS = 30;
 constexpr double kWaveAmplitude = 0.1;
-
-// A clock the template is read at: it moves only when told.
-class SteppedClock : public Clock {
- public:
-  explicit SteppedClock(absl::Time now) : now_(now) {}
-  absl::Time Now() const override { return now_; }
-  void Set(absl::Time now) { now_ = now; }
-
- private:
-  absl::Time now_;
-};
 
 // Every Counter the message carries, found through reflection once per node.
 void CollectCounters(google::protobuf::Message* message,
@@ -64,7 +53,7 @@ absl::StatusOr<std::unique_ptr<SyntheticNode>> SyntheticNode::Create(const std::
   config.set_link_speed_gbps(400);
   config.set_traffic_level(0.6);
   // The template is two readings one second apart, ending at `now`.
-  SteppedClock clock(now - absl::Seconds(1));
+  FakeClock clock(now - absl::Seconds(1));
   ASSIGN_OR_RETURN(std::unique_ptr<agent::SimBackend> backend,
                    agent::SimBackend::Create(config, name, &clock));
   ASSIGN_OR_RETURN(agent::NodeInventory inventory, backend->Discover());
