@@ -24,7 +24,7 @@
 //               also valid input to `weftctl place --offline --topology`.
 //
 // A rack the controller qualified as "pod/rack" (its name is registered under two
-// pods; controller/cluster_snapshot.h) keeps that name in slurm and json output and
+// pods; controller/placement/cluster_snapshot.h) keeps that name in slurm and json output and
 // is labelled with its own rack name in k8s-labels (Kueue tells the two apart by pod).
 #ifndef WEFT_CLI_TOPOLOGY_EXPORT_H_
 #define WEFT_CLI_TOPOLOGY_EXPORT_H_

@@ -20,7 +20,7 @@
 #include "common/log_level.h"
 #include "common/logging.h"
 #include "common/sd_notify.h"
-#include "controller/controller_server.h"
+#include "controller/server/controller_server.h"
 #include "store/controller_store.h"
 #include "prometheus/registry.h"
 

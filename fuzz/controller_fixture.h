@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "common/fake_clock.h"
-#include "controller/admin_service.h"
-#include "controller/controller_metrics.h"
-#include "controller/inventory.h"
-#include "controller/placement_manager.h"
-#include "controller/placement_metrics.h"
-#include "controller/placement_service.h"
+#include "controller/api/admin_service.h"
+#include "controller/inventory/controller_metrics.h"
+#include "controller/inventory/inventory.h"
+#include "controller/placement/placement_manager.h"
+#include "controller/placement/placement_metrics.h"
+#include "controller/api/placement_service.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "proto/weft/v1/admin.grpc.pb.h"

@@ -15,7 +15,7 @@
 #include "agent/job_service.h"
 #include "agent/nic_backend.h"
 #include "common/clock.h"
-#include "controller/rendezvous_service.h"
+#include "controller/api/rendezvous_service.h"
 #include "grpcpp/server.h"
 #include "prometheus/registry.h"
 

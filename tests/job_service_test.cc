@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/daemon_config.h"
-#include "controller/rendezvous_service.h"
+#include "controller/api/rendezvous_service.h"
 #include "tests/agent_socket_fixture.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"

@@ -12,7 +12,7 @@
 #include "bench/ingest/process_stats.h"
 #include "common/daemon_config.h"
 #include "common/fake_clock.h"
-#include "controller/controller_server.h"
+#include "controller/server/controller_server.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 

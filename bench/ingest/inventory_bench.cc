@@ -19,8 +19,8 @@
 #include "bench/ingest/synthetic_node.h"
 #include "common/fake_clock.h"
 #include "common/daemon_config.h"
-#include "controller/controller_metrics.h"
-#include "controller/inventory.h"
+#include "controller/inventory/controller_metrics.h"
+#include "controller/inventory/inventory.h"
 #include "google/protobuf/arena.h"
 #include "prometheus/registry.h"
 

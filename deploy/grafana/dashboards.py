@@ -5,7 +5,7 @@ The JSON files are what operators import (Dashboards > Import, or provisioning);
 script is their source: edit it, run `python3 deploy/grafana/dashboards.py`, commit
 both. dashboards_test checks the files match it. Every panel queries the Prometheus
 data source chosen in the DS_PROMETHEUS variable; metric names are those of
-controller/controller_metrics.h, controller/rollout_metrics.h, agent/agent_metrics.h.
+controller/inventory/controller_metrics.h, controller/rollout/rollout_metrics.h, agent/agent_metrics.h.
 """
 import json
 import os

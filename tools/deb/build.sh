@@ -17,8 +17,8 @@ repo=$(cd "$here/../.." && pwd)
 out=$(mkdir -p "${1:-$repo/dist}" && cd "${1:-$repo/dist}" && pwd)
 bin=${2:-$(cd "$repo" && bazel info bazel-bin 2>/dev/null)}
 version=$(sed -n 's/^inline constexpr char kControllerVersion\[\] = "\(.*\)";/\1/p' \
-  "$repo/controller/controller_server.h")
-[ -n "$version" ] || { echo "build.sh: no kControllerVersion in controller/controller_server.h" >&2; exit 1; }
+  "$repo/controller/server/controller_server.h")
+[ -n "$version" ] || { echo "build.sh: no kControllerVersion in controller/server/controller_server.h" >&2; exit 1; }
 arch=$(dpkg --print-architecture)
 maintainer="The Weft maintainers <maintainers@weft.example.org>"
 

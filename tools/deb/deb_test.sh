@@ -23,7 +23,7 @@ tmp=${TEST_TMPDIR:-$(mktemp -d)}
 dist="$tmp/dist"
 tools/deb/build.sh "$dist" "$PWD" > "$tmp/built.txt"
 version=$(sed -n 's/^inline constexpr char kControllerVersion\[\] = "\(.*\)";/\1/p' \
-  controller/controller_server.h)
+  controller/server/controller_server.h)
 arch=$(dpkg --print-architecture)
 deb() { echo "$dist/${1}_${version}_${arch}.deb"; }
 for p in weft-cli weft-controller weft-agent; do [ -f "$(deb $p)" ] || fail "no $(deb $p)"; done

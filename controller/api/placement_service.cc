@@ -1,0 +1,59 @@
+#include "controller/api/placement_service.h"
+
+#include <utility>
+
+#include "common/grpc_status.h"
+
+namespace weft::controller {
+namespace {
+
+grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
+                                     const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+PlacementServiceImpl::PlacementServiceImpl(PlacementManager* placement)
+    : placement_(placement) {}
+
+grpc::ServerUnaryReactor* PlacementServiceImpl::Place(grpc::CallbackServerContext* context,
+                                                      const weft::v1::PlacementRequest* request,
+                                                      weft::v1::PlacementResponse* response) {
+  absl::StatusOr<weft::v1::PlacementResponse> placed = placement_->Place(*request);
+  if (placed.ok()) *response = *std::move(placed);
+  return FinishWith(context, placed.status());
+}
+
+grpc::ServerUnaryReactor* PlacementServiceImpl::Release(
+    grpc::CallbackServerContext* context, const weft::v1::ReleaseRequest* request,
+    weft::v1::ReleaseResponse* /*response*/) {
+  return FinishWith(context, placement_->Release(request->reservation_id()));
+}
+
+grpc::ServerUnaryReactor* PlacementServiceImpl::Renew(grpc::CallbackServerContext* context,
+                                                      const weft::v1::RenewRequest* request,
+                                                      weft::v1::RenewResponse* response) {
+  absl::StatusOr<weft::v1::PlacementResponse> renewed =
+      placement_->Renew(request->reservation_id(), request->lease_ttl_s());
+  if (renewed.ok()) response->set_expires_at_unix_s(renewed->expires_at_unix_s());
+  return FinishWith(context, renewed.status());
+}
+
+grpc::ServerUnaryReactor* PlacementServiceImpl::ListReservations(
+    grpc::CallbackServerContext* context, const weft::v1::ListReservationsRequest* /*request*/,
+    weft::v1::ListReservationsResponse* response) {
+  *response = placement_->ListReservations();
+  return FinishWith(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PlacementServiceImpl::GetTopology(
+    grpc::CallbackServerContext* context, const weft::v1::GetTopologyRequest* /*request*/,
+    weft::v1::GetTopologyResponse* response) {
+  *response = placement_->GetTopology();
+  return FinishWith(context, absl::OkStatus());
+}
+
+}  // namespace weft::controller

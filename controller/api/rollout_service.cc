@@ -1,0 +1,102 @@
+#include "controller/api/rollout_service.h"
+
+#include <string>
+#include <utility>
+
+#include "common/grpc_status.h"
+#include "security/server_auth.h"
+
+namespace weft::controller {
+namespace {
+
+// Finishes with `result`'s status, moving its value into `*out` when OK.
+template <typename T>
+grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
+                                     absl::StatusOr<T> result, T* out) {
+  if (result.ok()) *out = *std::move(result);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(result.status()));
+  return reactor;
+}
+
+absl::StatusOr<weft::v1::RolloutResponse> Wrap(absl::StatusOr<weft::v1::Rollout> rollout) {
+  if (!rollout.ok()) return rollout.status();
+  weft::v1::RolloutResponse response;
+  *response.mutable_rollout() = *std::move(rollout);
+  return response;
+}
+
+// Runs `action` with the caller's authenticated name and finishes with its rollout.
+template <typename Action>
+grpc::ServerUnaryReactor* AsCaller(grpc::CallbackServerContext* context,
+                                   const security::TokenTable* tokens,
+                                   weft::v1::RolloutResponse* response, Action action) {
+  absl::StatusOr<security::Principal> caller = security::AuthenticateCall(*context, tokens);
+  if (!caller.ok()) {
+    return FinishWith(context, absl::StatusOr<weft::v1::RolloutResponse>(caller.status()),
+                      response);
+  }
+  return FinishWith(context, Wrap(action(caller->name)), response);
+}
+
+}  // namespace
+
+RolloutServiceImpl::RolloutServiceImpl(RolloutManager* manager,
+                                       std::shared_ptr<const security::TokenTable> tokens)
+    : manager_(manager), tokens_(std::move(tokens)) {}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::ValidatePolicy(
+    grpc::CallbackServerContext* context, const weft::v1::PolicyRequest* request,
+    weft::v1::ValidatePolicyResponse* response) {
+  return FinishWith(context, manager_->Validate(*request), response);
+}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::DiffPolicy(grpc::CallbackServerContext* context,
+                                                         const weft::v1::PolicyRequest* request,
+                                                         weft::v1::DiffPolicyResponse* response) {
+  return FinishWith(context, manager_->Diff(*request), response);
+}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::StartRollout(
+    grpc::CallbackServerContext* context, const weft::v1::PolicyRequest* request,
+    weft::v1::RolloutResponse* response) {
+  return AsCaller(context, tokens_.get(), response,
+                  [&](const std::string& who) { return manager_->Start(*request, who); });
+}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::GetRollout(grpc::CallbackServerContext* context,
+                                                         const weft::v1::RolloutRequest* request,
+                                                         weft::v1::RolloutResponse* response) {
+  return FinishWith(context, Wrap(manager_->Get(request->id())), response);
+}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::PauseRollout(
+    grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
+    weft::v1::RolloutResponse* response) {
+  return AsCaller(context, tokens_.get(), response,
+                  [&](const std::string& who) { return manager_->Pause(request->id(), who); });
+}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::ResumeRollout(
+    grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
+    weft::v1::RolloutResponse* response) {
+  return AsCaller(context, tokens_.get(), response,
+                  [&](const std::string& who) { return manager_->Resume(request->id(), who); });
+}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::AbortRollout(
+    grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
+    weft::v1::RolloutResponse* response) {
+  return AsCaller(context, tokens_.get(), response, [&](const std::string& who) {
+    return manager_->Abort(request->id(), request->reason(), who);
+  });
+}
+
+grpc::ServerUnaryReactor* RolloutServiceImpl::ListRollouts(
+    grpc::CallbackServerContext* context, const weft::v1::ListRolloutsRequest* /*request*/,
+    weft::v1::ListRolloutsResponse* response) {
+  return FinishWith(context, absl::StatusOr<weft::v1::ListRolloutsResponse>(manager_->List()),
+                    response);
+}
+
+}  // namespace weft::controller

@@ -1,0 +1,195 @@
+#include "controller/server/controller_server.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "security/credentials.h"
+#include "security/tokens.h"
+#include "store/sqlite_rollout_store.h"
+
+namespace weft::controller {
+namespace {
+
+constexpr absl::Duration kShutdownGrace = absl::Seconds(2);
+
+// "host:port" with the port replaced; handles "[::1]:0" as well as "127.0.0.1:0".
+std::string WithPort(const std::string& address, int port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return absl::StrCat(address, ":", port);
+  return absl::StrCat(address.substr(0, colon), ":", port);
+}
+
+}  // namespace
+
+ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
+                                   std::shared_ptr<prometheus::Registry> registry,
+                                   store::ControllerStore* store)
+    : config_(std::move(config)),
+      clock_(clock),
+      registry_(std::move(registry)),
+      metrics_(*registry_),
+      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_, store),
+      agent_service_(&inventory_, &metrics_,
+                     AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
+                                         security::TlsEnabled(config_.tls())}),
+      admin_service_(&inventory_, &audit_log_, clock_),
+      placement_metrics_(*registry_),
+      placement_(&inventory_, clock_,
+                 PlacementOptions{{},
+                                  CongestionScale::FromThresholds(
+                                      InventoryOptions::FromConfig(config_).health)},
+                 &placement_metrics_, store),
+      placement_service_(&placement_),
+      store_(store),
+      ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }) {}
+
+ControllerServer::~ControllerServer() { Stop(); }
+
+absl::Status ControllerServer::Start() {
+  if (started_) return absl::FailedPreconditionError("ControllerServer started twice");
+  if (config_.telemetry_interval_ms() == 0 || config_.down_after_intervals() == 0 ||
+      config_.window_samples() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "controller config needs telemetry_interval_ms, down_after_intervals and "
+        "window_samples above 0 (got ",
+        config_.telemetry_interval_ms(), ", ", config_.down_after_intervals(), ", ",
+        config_.window_samples(), "); run ValidateControllerConfig first"));
+  }
+
+  // The durable state is back before anyone can call: an agent registering now gets
+  // an epoch above every one granted before the restart.
+  RETURN_IF_ERROR(inventory_.Restore());
+  RETURN_IF_ERROR(placement_.Restore());
+
+  // Credentials first: a bad TLS or tokens file fails Start before anything runs.
+  std::shared_ptr<const security::TokenTable> tokens;
+  if (!config_.tokens_file().empty()) {
+    ASSIGN_OR_RETURN(security::TokenTable table,
+                     security::TokenTable::LoadFile(config_.tokens_file()));
+    tokens = std::make_shared<const security::TokenTable>(std::move(table));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   security::MakeServerCredentials(
+                       config_.tls(), std::make_shared<security::AuthProcessor>(
+                                          tokens, clock_, &audit_sink_)));
+  certificate_monitor_ = security::CertificateMonitor::Start(config_.tls(), *registry_);
+  if (!security::TlsEnabled(config_.tls())) {
+    WEFT_LOG(WARNING) << "gRPC is PLAINTEXT on " << config_.listen_address()
+                      << ": no TLS, no authentication, no roles (set tls in the config for "
+                         "mTLS; see deploy/examples/controller.yaml)";
+  }
+
+  // Rollouts are recovered before agents can connect (controller/rollout/rollout_manager.h).
+  // With the controller's database they live in it, beside everything else it keeps.
+  if (store_ != nullptr) {
+    rollout_store_ = std::make_unique<store::SqliteRolloutStore>(store_);
+  } else {
+    WEFT_LOG(WARNING) << "no durable store: rollouts are kept in memory only";
+    rollout_store_ = std::make_unique<store::MemoryRolloutStore>();
+  }
+  rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,
+                                               rollout_store_.get(), &rollout_metrics_, clock_);
+  RETURN_IF_ERROR(rollouts_->Recover());
+  if (!config_.policy_file().empty()) rollouts_->WatchPolicyFile(config_.policy_file());
+  rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get(), tokens);
+  admin_service_.SetTokens(tokens);
+  desired_state_.SetSender([this](const std::string& node, weft::v1::ControllerMessage m) {
+    return agent_service_.SendToNode(node, std::move(m));
+  });
+  agent_service_.SetDesiredStateListener(&desired_state_);
+
+  ASSIGN_OR_RETURN(metrics_server_,
+                   MetricsServer::Start(config_.metrics_address(), registry_));
+
+  // Process-wide switch; must precede BuildAndStart. Serves grpc.health.v1.Health.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  // Without this a second controller on the same port would silently share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // No bandwidth-delay-product probing: it sends a PING per agent connection every few
+  // telemetry batches, and its timers keep gRPC's timer threads waking, to tune flow
+  // control windows for bulk transfers; agent messages are a few KiB a second, far
+  // inside the default 64 KiB window.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(
+      std::make_unique<security::AuditInterceptorFactory>(tokens, clock_, &audit_sink_));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.AddListeningPort(config_.listen_address(), credentials, &grpc_port_);
+  builder.RegisterService(&agent_service_);
+  builder.RegisterService(&admin_service_);
+  builder.RegisterService(&placement_service_);
+  builder.RegisterService(rollout_service_.get());
+  builder.RegisterService(&rendezvous_service_);
+  grpc_server_ = builder.BuildAndStart();
+  if (grpc_server_ == nullptr || grpc_port_ == 0) {
+    grpc_server_.reset();
+    metrics_server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve gRPC on ", config_.listen_address(),
+                     " (address in use, or not a local host:port?)"));
+  }
+  listen_address_ = WithPort(config_.listen_address(), grpc_port_);
+  grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(weft::v1::AgentService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::AdminService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::PlacementService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::RolloutService::service_full_name(), true);
+  health->SetServingStatus(weft::v1::RendezvousService::service_full_name(), true);
+  rendezvous_service_.Start();
+
+  ticker_.Start();
+  started_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ControllerServer::AuditLogSink::Record(const security::AuditRecord& record) {
+  AuditEntry entry;
+  entry.at = record.at;
+  entry.who = record.who.name;
+  entry.role = std::string(security::RoleName(record.who.role));
+  entry.method = record.method;
+  entry.target = record.target;
+  entry.result = AuditResult(record.result);
+  return log_->Record(entry);
+}
+
+RendezvousServiceOptions ControllerServer::RendezvousOptions(
+    const weft::v1::ControllerConfig& config) {
+  RendezvousServiceOptions options;
+  options.verify_node_identity = security::TlsEnabled(config.tls());
+  return options;
+}
+
+void ControllerServer::Tick() {
+  inventory_.Sweep();
+  placement_.RefreshGauges();
+  rollouts_->Tick();
+}
+
+void ControllerServer::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+  agent_service_.FinishAllStreams(absl::UnavailableError(
+      "the controller is shutting down; the agent should re-register and reconnect"));
+  // Waiting rendezvous calls end now, not after the shutdown grace.
+  rendezvous_service_.Stop();
+  grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
+  grpc_server_->Wait();
+  ticker_.Stop();
+  metrics_server_.reset();
+  WEFT_LOG(INFO) << "controller stopped";
+}
+
+std::string ControllerServer::metrics_address() const {
+  return metrics_server_ == nullptr ? std::string() : metrics_server_->address();
+}
+
+}  // namespace weft::controller
