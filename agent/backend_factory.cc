@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<NicBackend>> MakeBareBackend(const weft::v1::Agen
                                    linux_config.include_netdevs().end());
     options.exclude_netdevs.assign(linux_config.exclude_netdevs().begin(),
                                    linux_config.exclude_netdevs().end());
-    auto verbs = std::make_shared<datapath::IbvVerbs>();
+    auto verbs = std::make_shared<rdma::IbvVerbs>();
     options.verbs = verbs;
     options.verbs_no_device_reason = [verbs] { return verbs->NoDeviceReason(); };
     absl::StatusOr<std::unique_ptr<NetlinkDcbClient>> dcb = NetlinkDcbClient::Open();

@@ -27,7 +27,7 @@ absl::string_view PortStateName(weft::v1::PortState state) {
 }
 
 // The port's RoCE v2 IPv4 GID, or why the port cannot carry a job.
-absl::StatusOr<datapath::GidEntry> UsableGid(const weft::v1::Nic& nic) {
+absl::StatusOr<rdma::GidEntry> UsableGid(const weft::v1::Nic& nic) {
   if (nic.state() != weft::v1::PORT_STATE_ACTIVE) {
     return absl::FailedPreconditionError(absl::StrCat("port is ", PortStateName(nic.state())));
   }
@@ -35,25 +35,25 @@ absl::StatusOr<datapath::GidEntry> UsableGid(const weft::v1::Nic& nic) {
     return absl::FailedPreconditionError(
         absl::StrCat("link layer is '", nic.link_layer(), "', not Ethernet (RoCE)"));
   }
-  std::vector<datapath::GidEntry> table;
+  std::vector<rdma::GidEntry> table;
   for (const weft::v1::GidEntry& entry : nic.gids()) {
-    absl::StatusOr<datapath::Gid> gid = datapath::Gid::Parse(entry.gid());
+    absl::StatusOr<rdma::Gid> gid = rdma::Gid::Parse(entry.gid());
     if (!gid.ok()) continue;  // discovery already reported it
-    datapath::GidEntry converted;
+    rdma::GidEntry converted;
     converted.index = entry.index();
     converted.port = nic.port();
     converted.gid = *gid;
-    converted.type = entry.type() == weft::v1::GID_TYPE_ROCE_V2 ? datapath::GidType::kRoceV2
-                                                                 : datapath::GidType::kRoceV1;
+    converted.type = entry.type() == weft::v1::GID_TYPE_ROCE_V2 ? rdma::GidType::kRoceV2
+                                                                : rdma::GidType::kRoceV1;
     converted.ndev_ifindex = entry.netdev().empty()          ? 0
                              : entry.netdev() == nic.netdev() ? kOwnNetdev
                                                               : kOtherNetdev;
     table.push_back(converted);
   }
-  datapath::GidQuery query;
+  rdma::GidQuery query;
   query.port = nic.port();
   query.netdev_ifindex = kOwnNetdev;
-  absl::StatusOr<datapath::GidEntry> gid = datapath::SelectRoceV2Gid(table, query);
+  absl::StatusOr<rdma::GidEntry> gid = rdma::SelectRoceV2Gid(table, query);
   if (!gid.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no RoCE v2 GID with an IPv4-mapped address of ", nic.netdev(), " in its ",
@@ -85,7 +85,7 @@ absl::StatusOr<const weft::v1::Gpu*> FindGpu(const NodeInventory& inventory,
       known.empty() ? std::string("none") : absl::StrJoin(known, ", ")));
 }
 
-weft::v1::ChoosePathResponse Answer(const weft::v1::Nic& nic, const datapath::GidEntry& gid,
+weft::v1::ChoosePathResponse Answer(const weft::v1::Nic& nic, const rdma::GidEntry& gid,
                                     const QosClass& qos, std::string reason) {
   weft::v1::ChoosePathResponse response;
   response.set_device(nic.device());
@@ -115,7 +115,7 @@ absl::StatusOr<weft::v1::ChoosePathResponse> ChooseJobPath(
     std::vector<std::string> problems;
     for (const weft::v1::Nic& nic : inventory.nics) {
       if (nic.device() != gpu->closest_nic()) continue;
-      absl::StatusOr<datapath::GidEntry> gid = UsableGid(nic);
+      absl::StatusOr<rdma::GidEntry> gid = UsableGid(nic);
       if (gid.ok()) {
         return Answer(nic, *gid, qos,
                       absl::StrCat("closest NIC of GPU ", gpu->index(), " (",
@@ -131,7 +131,7 @@ absl::StatusOr<weft::v1::ChoosePathResponse> ChooseJobPath(
 
   std::vector<std::string> unusable;
   for (const weft::v1::Nic& nic : inventory.nics) {
-    absl::StatusOr<datapath::GidEntry> gid = UsableGid(nic);
+    absl::StatusOr<rdma::GidEntry> gid = UsableGid(nic);
     if (gid.ok()) {
       std::string reason =
           gpu == nullptr

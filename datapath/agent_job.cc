@@ -9,6 +9,9 @@
 #include "datapath/rendezvous/agent_rendezvous.h"
 
 namespace weft::datapath {
+
+using rdma::Verbs;
+
 namespace {
 
 absl::Status Annotate(const absl::Status& status, absl::string_view what) {

@@ -39,7 +39,8 @@ struct AgentPathChoice {
 // INVALID_ARGUMENT without options.agent_socket or options.job_id, or for a bad
 // options.gpu; the agent's error for an unknown GPU or QoS class; the socket's error
 // when there is no agent; then as Job::Join. `choice`, if given, receives step 1.
-absl::StatusOr<std::unique_ptr<Job>> JoinThroughAgent(JobOptions options, Verbs* verbs = nullptr,
+absl::StatusOr<std::unique_ptr<Job>> JoinThroughAgent(JobOptions options,
+                                                      rdma::Verbs* verbs = nullptr,
                                                       AgentPathChoice* choice = nullptr);
 
 }  // namespace weft::datapath

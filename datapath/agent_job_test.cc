@@ -12,6 +12,10 @@
 namespace weft::datapath {
 namespace {
 
+using rdma::FakeDeviceConfig;
+using rdma::FakeFabric;
+using rdma::FakeVerbs;
+using rdma::QpAttributes;
 using ::weft::testing::AgentSocketFixture;
 
 // Every rank's fake verbs has the NICs the agent reports (mlx5_0 and mlx5_1), with

@@ -13,6 +13,10 @@
 #include "rdma/verbs_ibv.h"
 
 namespace weft::datapath {
+
+using rdma::IbvVerbs;
+using rdma::Verbs;
+
 namespace {
 
 absl::Status BadVariable(absl::string_view name, absl::string_view value,

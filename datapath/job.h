@@ -92,12 +92,12 @@ class Job {
   // FAILED_PRECONDITION when options.agent_socket is set (that needs
   // JoinThroughAgent, which links gRPC).
   static absl::StatusOr<std::unique_ptr<Job>> Join(const JobOptions& options,
-                                                   Verbs* verbs = nullptr);
+                                                   rdma::Verbs* verbs = nullptr);
   // The same over a rendezvous the caller built (e.g. datapath/agent_rendezvous.h);
   // the Job owns it from here on.
   static absl::StatusOr<std::unique_ptr<Job>> JoinWith(const JobOptions& options,
                                                        std::unique_ptr<Rendezvous> rendezvous,
-                                                       Verbs* verbs = nullptr);
+                                                       rdma::Verbs* verbs = nullptr);
   ~Job();
 
   Communicator& communicator() { return *communicator_; }
@@ -109,9 +109,9 @@ class Job {
   static absl::StatusOr<std::unique_ptr<Job>> Build(const JobOptions& options,
                                                     std::unique_ptr<TcpRendezvousServer> server,
                                                     std::unique_ptr<Rendezvous> rendezvous,
-                                                    Verbs* verbs);
+                                                    rdma::Verbs* verbs);
 
-  std::unique_ptr<Verbs> owned_verbs_;
+  std::unique_ptr<rdma::Verbs> owned_verbs_;
   std::unique_ptr<TcpRendezvousServer> server_;
   std::unique_ptr<Rendezvous> rendezvous_;
   std::unique_ptr<Communicator> communicator_;

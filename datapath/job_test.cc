@@ -14,6 +14,10 @@
 namespace weft::datapath {
 namespace {
 
+using rdma::FakeDeviceConfig;
+using rdma::FakeFabric;
+using rdma::FakeVerbs;
+
 std::function<const char*(const char*)> Env(std::map<std::string, std::string> vars) {
   auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
   return [shared](const char* name) -> const char* {

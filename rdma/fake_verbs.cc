@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 namespace fake_internal {
 
 struct Node {
@@ -880,4 +880,4 @@ absl::StatusOr<int> FakeVerbs::PollCq(VerbsCq* cq_handle, absl::Span<WorkComplet
   return n;
 }
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma

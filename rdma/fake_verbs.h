@@ -42,7 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "rdma/verbs.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 namespace fake_internal {
 struct FabricState;
@@ -120,6 +120,6 @@ class FakeVerbs : public Verbs {
   int node_id_;
 };
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma
 
 #endif  // WEFT_RDMA_FAKE_VERBS_H_

@@ -8,7 +8,7 @@
 #include "rdma/qp_setup.h"
 #include "gtest/gtest.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 namespace {
 
 // One side of a connection: device, PD, CQ, QP and a registered 4 KiB buffer.
@@ -412,4 +412,4 @@ TEST(FakeVerbsTest, HandlesReleaseTheirResources) {
 }
 
 }  // namespace
-}  // namespace weft::datapath
+}  // namespace weft::rdma

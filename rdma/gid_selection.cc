@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 std::string FormatIpv4(uint32_t ipv4_host_order) {
   return absl::StrCat(ipv4_host_order >> 24, ".", (ipv4_host_order >> 16) & 0xff, ".",
@@ -41,4 +41,4 @@ absl::StatusOr<GidEntry> SelectRoceV2Gid(absl::Span<const GidEntry> table, const
                    seen.empty() ? std::string("no GIDs") : absl::StrJoin(seen, "; ")));
 }
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma

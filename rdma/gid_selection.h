@@ -19,7 +19,7 @@
 #include "absl/types/span.h"
 #include "rdma/verbs.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 struct GidQuery {
   uint32_t port = 1;
@@ -36,6 +36,6 @@ absl::StatusOr<GidEntry> SelectRoceV2Gid(absl::Span<const GidEntry> table, const
 // "10.0.0.1" from host byte order.
 std::string FormatIpv4(uint32_t ipv4_host_order);
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma
 
 #endif  // WEFT_RDMA_GID_SELECTION_H_

@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 namespace {
 
 Gid LinkLocal() {
@@ -88,4 +88,4 @@ TEST(SelectRoceV2GidTest, IgnoresIpv6OnlyV2Slots) {
 TEST(FormatIpv4Test, DottedQuad) { EXPECT_EQ(FormatIpv4(0xc0a80a01), "192.168.10.1"); }
 
 }  // namespace
-}  // namespace weft::datapath
+}  // namespace weft::rdma

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 QpTransition InitTransition(const RcConnectionParams& params) {
   QpTransition t;
@@ -60,4 +60,4 @@ absl::Status ConnectRcQp(Verbs& verbs, VerbsQp* qp, const RcConnectionParams& pa
   return absl::OkStatus();
 }
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma

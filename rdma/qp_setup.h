@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "rdma/verbs.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 struct RcConnectionParams {
   uint8_t port = 1;
@@ -45,6 +45,6 @@ QpTransition RtsTransition(const RcConnectionParams& params);
 // Takes `qp` from RESET to RTS; the error names the transition that failed.
 absl::Status ConnectRcQp(Verbs& verbs, VerbsQp* qp, const RcConnectionParams& params);
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma
 
 #endif  // WEFT_RDMA_QP_SETUP_H_

@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 namespace {
 
 RcConnectionParams Params() {
@@ -53,4 +53,4 @@ TEST(QpSetupTest, RtsUsesNcclRetryDefaults) {
 }
 
 }  // namespace
-}  // namespace weft::datapath
+}  // namespace weft::rdma

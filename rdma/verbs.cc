@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 Gid Gid::FromIpv4(uint32_t ipv4_host_order) {
   Gid gid;
@@ -189,4 +189,4 @@ uint32_t MtuEnumToBytes(int mtu_enum) {
   return 128u << mtu_enum;
 }
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma

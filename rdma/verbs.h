@@ -34,7 +34,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 // A 128-bit GID in network byte order, as the GID table holds it.
 struct Gid {
@@ -318,6 +318,6 @@ absl::Status VerbsErrnoToStatus(absl::string_view call, int errno_value);
 int MtuBytesToEnum(uint32_t mtu_bytes);
 uint32_t MtuEnumToBytes(int mtu_enum);
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma
 
 #endif  // WEFT_RDMA_VERBS_H_

@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 namespace {
 
 void LogReleaseFailure(absl::string_view call, int errno_value) {
@@ -600,4 +600,4 @@ absl::StatusOr<int> IbvVerbs::PollCq(VerbsCq* cq, absl::Span<WorkCompletion> out
   return n;
 }
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma

@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "rdma/verbs.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 
 class IbvVerbs : public Verbs {
  public:
@@ -57,6 +57,6 @@ class IbvVerbs : public Verbs {
   std::string no_device_reason_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace weft::datapath
+}  // namespace weft::rdma
 
 #endif  // WEFT_RDMA_VERBS_IBV_H_

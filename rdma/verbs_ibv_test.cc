@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 namespace {
 
 TEST(IbvVerbsTest, ListDevicesNeverFailsForMissingKernelSupport) {
@@ -73,4 +73,4 @@ TEST(IbvVerbsTest, RealDeviceBringUp) {
 }
 
 }  // namespace
-}  // namespace weft::datapath
+}  // namespace weft::rdma

@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 
-namespace weft::datapath {
+namespace weft::rdma {
 namespace {
 
 TEST(GidTest, Ipv4MappedRoundTrip) {
@@ -63,4 +63,4 @@ TEST(NamesTest, MatchLibibverbsSpelling) {
 }
 
 }  // namespace
-}  // namespace weft::datapath
+}  // namespace weft::rdma

@@ -44,9 +44,9 @@ struct LinuxBackendOptions {
   std::vector<std::string> exclude_devices;
   std::vector<std::string> include_netdevs;
   std::vector<std::string> exclude_netdevs;
-  // libibverbs (datapath::IbvVerbs in production, FakeVerbs in tests): completes and
+  // libibverbs (rdma::IbvVerbs in production, FakeVerbs in tests): completes and
   // cross-checks the sysfs discovery (agent/linux/verbs_discovery.h). Null: sysfs only.
-  std::shared_ptr<datapath::Verbs> verbs;
+  std::shared_ptr<rdma::Verbs> verbs;
   // Why `verbs` lists no device (IbvVerbs::NoDeviceReason), for the discovery note.
   std::function<std::string()> verbs_no_device_reason;
   // DCB netlink for the QoS tunables (agent/tunables/dcb_client.h). Null: the DCB

@@ -11,9 +11,9 @@
 namespace weft::agent {
 namespace {
 
-using datapath::GidEntry;
-using datapath::GidType;
-using datapath::PortState;
+using rdma::GidEntry;
+using rdma::GidType;
+using rdma::PortState;
 
 weft::v1::PortState ToProto(PortState state) {
   switch (state) {
@@ -80,9 +80,9 @@ std::string NetdevOfIfindex(uint32_t ifindex) {
   return name;
 }
 
-std::string ApplyVerbsView(datapath::Verbs& verbs, const std::string& no_device_reason,
+std::string ApplyVerbsView(rdma::Verbs& verbs, const std::string& no_device_reason,
                            const IfindexToName& netdev_of, std::vector<weft::v1::Nic>* nics) {
-  absl::StatusOr<std::vector<datapath::DeviceInfo>> devices = verbs.ListDevices();
+  absl::StatusOr<std::vector<rdma::DeviceInfo>> devices = verbs.ListDevices();
   if (!devices.ok() || devices->empty()) {
     for (weft::v1::Nic& nic : *nics) nic.set_discovered_by("sysfs");
     if (!devices.ok()) {
@@ -94,10 +94,10 @@ std::string ApplyVerbsView(datapath::Verbs& verbs, const std::string& no_device_
                         "); discovery from sysfs only");
   }
   std::map<std::string, bool> listed;
-  for (const datapath::DeviceInfo& device : *devices) listed[device.name] = true;
+  for (const rdma::DeviceInfo& device : *devices) listed[device.name] = true;
 
   // One open context per device, shared by its ports.
-  std::map<std::string, absl::StatusOr<std::unique_ptr<datapath::VerbsContext>>> contexts;
+  std::map<std::string, absl::StatusOr<std::unique_ptr<rdma::VerbsContext>>> contexts;
   std::map<std::string, absl::StatusOr<std::vector<GidEntry>>> gid_tables;
   for (weft::v1::Nic& nic : *nics) {
     nic.set_discovered_by("sysfs");
@@ -118,8 +118,8 @@ std::string ApplyVerbsView(datapath::Verbs& verbs, const std::string& no_device_
                                               "; jobs cannot use this NIC"));
       continue;
     }
-    datapath::VerbsContext* open = context->second->get();
-    absl::StatusOr<datapath::PortAttributes> port = verbs.QueryPort(open, nic.port());
+    rdma::VerbsContext* open = context->second->get();
+    absl::StatusOr<rdma::PortAttributes> port = verbs.QueryPort(open, nic.port());
     if (!port.ok()) {
       nic.add_discovery_warnings(absl::StrCat("ibv_query_port(", nic.device(), ", ", nic.port(),
                                               "): ", port.status().message()));

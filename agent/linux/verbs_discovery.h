@@ -29,7 +29,7 @@ std::string NetdevOfIfindex(uint32_t ifindex);
 // discovery_warnings for devices it cannot see or open and for disagreements.
 // Returns a node-level note when libibverbs listed no device (`no_device_reason`
 // explains why, e.g. IbvVerbs::NoDeviceReason()), else "".
-std::string ApplyVerbsView(datapath::Verbs& verbs, const std::string& no_device_reason,
+std::string ApplyVerbsView(rdma::Verbs& verbs, const std::string& no_device_reason,
                            const IfindexToName& netdev_of, std::vector<weft::v1::Nic>* nics);
 
 }  // namespace weft::agent

@@ -50,19 +50,19 @@ class VerbsDiscoveryTest : public ::testing::Test {
 
   // What libibverbs would report on the fixture node: every device, active RoCE
   // ports, the same GID table as sysfs, netdevs as ifindex 100 + NIC number.
-  std::vector<datapath::FakeDeviceConfig> MatchingDevices() {
-    std::vector<datapath::FakeDeviceConfig> devices;
+  std::vector<rdma::FakeDeviceConfig> MatchingDevices() {
+    std::vector<rdma::FakeDeviceConfig> devices;
     for (size_t i = 0; i < sysfs_nics_.size(); ++i) {
       const weft::v1::Nic& nic = sysfs_nics_[i];
-      datapath::FakeDeviceConfig device = datapath::FakeDeviceConfig::Roce(nic.device(), 0);
+      rdma::FakeDeviceConfig device = rdma::FakeDeviceConfig::Roce(nic.device(), 0);
       device.gids.clear();
       for (const weft::v1::GidEntry& entry : nic.gids()) {
-        auto gid = datapath::Gid::Parse(entry.gid());
+        auto gid = rdma::Gid::Parse(entry.gid());
         EXPECT_TRUE(gid.ok()) << gid.status();
-        device.gids.push_back(datapath::GidEntry{
+        device.gids.push_back(rdma::GidEntry{
             entry.index(), 1, *gid,
-            entry.type() == weft::v1::GID_TYPE_ROCE_V2 ? datapath::GidType::kRoceV2
-                                                       : datapath::GidType::kRoceV1,
+            entry.type() == weft::v1::GID_TYPE_ROCE_V2 ? rdma::GidType::kRoceV2
+                                                       : rdma::GidType::kRoceV1,
             static_cast<uint32_t>(100 + i)});
       }
       devices.push_back(device);
@@ -71,7 +71,7 @@ class VerbsDiscoveryTest : public ::testing::Test {
     return devices;
   }
 
-  LinuxBackendOptions WithVerbs(std::shared_ptr<datapath::Verbs> verbs) {
+  LinuxBackendOptions WithVerbs(std::shared_ptr<rdma::Verbs> verbs) {
     LinuxBackendOptions options;
     options.verbs = std::move(verbs);
     options.verbs_no_device_reason = [] { return std::string("test: no device"); };
@@ -84,11 +84,11 @@ class VerbsDiscoveryTest : public ::testing::Test {
   FakeClock clock_;
   std::vector<weft::v1::Nic> sysfs_nics_;
   std::map<uint32_t, std::string> netdevs_;
-  datapath::FakeFabric fabric_;
+  rdma::FakeFabric fabric_;
 };
 
 TEST_F(VerbsDiscoveryTest, MatchingVerbsViewAddsPathMtuAndKeepsTheGidTable) {
-  auto verbs = std::make_shared<datapath::FakeVerbs>(&fabric_, MatchingDevices());
+  auto verbs = std::make_shared<rdma::FakeVerbs>(&fabric_, MatchingDevices());
   auto inventory = Discover(WithVerbs(verbs));
   ASSERT_TRUE(inventory.ok()) << inventory.status();
   EXPECT_TRUE(inventory->notes.empty());
@@ -110,15 +110,15 @@ TEST_F(VerbsDiscoveryTest, MatchingVerbsViewAddsPathMtuAndKeepsTheGidTable) {
 }
 
 TEST_F(VerbsDiscoveryTest, DisagreementsAreWarningsAndVerbsWins) {
-  std::vector<datapath::FakeDeviceConfig> devices = MatchingDevices();
-  devices[2].port.state = datapath::PortState::kDown;  // mlx5_2: link went down
+  std::vector<rdma::FakeDeviceConfig> devices = MatchingDevices();
+  devices[2].port.state = rdma::PortState::kDown;  // mlx5_2: link went down
   ASSERT_GE(devices[3].gids.size(), 4u);
-  devices[3].gids[3].type = datapath::GidType::kRoceV1;  // mlx5_3 GID 3 retyped
-  datapath::GidEntry extra = devices[4].gids.back();
+  devices[3].gids[3].type = rdma::GidType::kRoceV1;  // mlx5_3 GID 3 retyped
+  rdma::GidEntry extra = devices[4].gids.back();
   extra.index = 9;
   devices[4].gids.push_back(extra);  // mlx5_4: a GID sysfs did not show
   devices.pop_back();                // mlx5_7: no userspace provider
-  auto verbs = std::make_shared<datapath::FakeVerbs>(&fabric_, devices);
+  auto verbs = std::make_shared<rdma::FakeVerbs>(&fabric_, devices);
   auto inventory = Discover(WithVerbs(verbs));
   ASSERT_TRUE(inventory.ok()) << inventory.status();
   const auto& nics = inventory->nics;
@@ -143,7 +143,7 @@ TEST_F(VerbsDiscoveryTest, DisagreementsAreWarningsAndVerbsWins) {
 }
 
 TEST_F(VerbsDiscoveryTest, FailingDeviceListKeepsSysfsAndSaysWhy) {
-  auto verbs = std::make_shared<datapath::FakeVerbs>(&fabric_, MatchingDevices());
+  auto verbs = std::make_shared<rdma::FakeVerbs>(&fabric_, MatchingDevices());
   verbs->FailNextCall("ibv_get_device_list", ENOSYS);
   auto inventory = Discover(WithVerbs(verbs));
   ASSERT_TRUE(inventory.ok()) << inventory.status();
@@ -156,7 +156,7 @@ TEST_F(VerbsDiscoveryTest, FailingDeviceListKeepsSysfsAndSaysWhy) {
 }
 
 TEST_F(VerbsDiscoveryTest, OpenFailureIsAPerDeviceWarning) {
-  auto verbs = std::make_shared<datapath::FakeVerbs>(&fabric_, MatchingDevices());
+  auto verbs = std::make_shared<rdma::FakeVerbs>(&fabric_, MatchingDevices());
   verbs->FailNextCall("ibv_open_device", EACCES);
   auto inventory = Discover(WithVerbs(verbs));
   ASSERT_TRUE(inventory.ok()) << inventory.status();
@@ -170,7 +170,7 @@ TEST_F(VerbsDiscoveryTest, OpenFailureIsAPerDeviceWarning) {
 // has no InfiniBand support) discovery must keep the sysfs view and say why; on an
 // RDMA host the fixture's device names mean nothing, so the test is skipped there.
 TEST_F(VerbsDiscoveryTest, RealLibibverbsWithoutDevicesFallsBackToSysfs) {
-  auto ibv = std::make_shared<datapath::IbvVerbs>();
+  auto ibv = std::make_shared<rdma::IbvVerbs>();
   auto devices = ibv->ListDevices();
   if (devices.ok() && !devices->empty()) {
     GTEST_SKIP() << "this host has " << devices->size()

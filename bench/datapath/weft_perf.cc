@@ -183,7 +183,7 @@ int WeftRank(int rank, SweepConfig config, int listen_fd, int port, TransportKin
     std::fprintf(stderr, "rank %d: %s\n", rank, rendezvous.status().ToString().c_str());
     return 1;
   }
-  datapath::IbvVerbs verbs;
+  rdma::IbvVerbs verbs;
   datapath::TransportRequest request;
   request.rank = rank;
   request.size = config.ranks;
@@ -547,7 +547,7 @@ int Main(int argc, char** argv) {
   }
 
   // RDMA: with a device, Weft runs twice (RC and TCP); without, it says so.
-  datapath::IbvVerbs verbs;
+  rdma::IbvVerbs verbs;
   auto devices = verbs.ListDevices();
   const bool have_rdma = devices.ok() && !devices->empty();
   std::string rdma_line;

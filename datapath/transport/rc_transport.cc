@@ -16,6 +16,27 @@
 #include "rdma/qp_setup.h"
 
 namespace weft::datapath {
+
+using rdma::Gid;
+using rdma::InitTransition;
+using rdma::kAccessLocalWrite;
+using rdma::kAccessRemoteWrite;
+using rdma::PortAttributes;
+using rdma::QpCapabilities;
+using rdma::QpTransition;
+using rdma::RcConnectionParams;
+using rdma::RecvWorkRequest;
+using rdma::RtrTransition;
+using rdma::RtsTransition;
+using rdma::SendOpcode;
+using rdma::SendWorkRequest;
+using rdma::Sge;
+using rdma::Verbs;
+using rdma::VerbsCq;
+using rdma::WcStatus;
+using rdma::WcStatusName;
+using rdma::WorkCompletion;
+
 namespace {
 
 // Immediate data layout.

@@ -81,7 +81,7 @@ class RcTransport : public Transport {
     RegistrationCache::Stats registrations;
   };
 
-  static absl::StatusOr<std::unique_ptr<RcTransport>> Create(int rank, int size, Verbs& verbs,
+  static absl::StatusOr<std::unique_ptr<RcTransport>> Create(int rank, int size, rdma::Verbs& verbs,
                                                              Rendezvous& rendezvous,
                                                              const RcTransportOptions& options);
   ~RcTransport() override;
@@ -98,7 +98,7 @@ class RcTransport : public Transport {
 
   Stats stats() const;
   const std::string& device_name() const { return path_.device; }
-  const GidEntry& local_gid() const { return path_.gid; }
+  const rdma::GidEntry& local_gid() const { return path_.gid; }
   // The QP connected to `peer` (for inspection in tests).
   uint32_t qp_num(int peer) const { return peers_[peer].qp->qp_num(); }
 
@@ -125,7 +125,7 @@ class RcTransport : public Transport {
     int staging_slot = -1;       // staging slot freed by this WR, else -1
   };
   struct Peer {
-    std::unique_ptr<VerbsQp> qp;
+    std::unique_ptr<rdma::VerbsQp> qp;
     uint64_t remote_slots_addr = 0;
     uint32_t remote_slots_rkey = 0;
     uint32_t send_credits = 0;
@@ -142,7 +142,7 @@ class RcTransport : public Transport {
     std::deque<std::vector<char>> unexpected;
   };
 
-  RcTransport(int rank, int size, Verbs& verbs, const RcTransportOptions& options);
+  RcTransport(int rank, int size, rdma::Verbs& verbs, const RcTransportOptions& options);
   absl::Status Setup(Rendezvous& rendezvous);
   Request* NewRequest(bool is_send, int peer, char* data, size_t num_bytes);
   char* LocalSlot(int peer, uint64_t seq) const;
@@ -151,10 +151,10 @@ class RcTransport : public Transport {
   // Posts whatever peer's queues, credits and send queue room allow.
   void PumpSends(int peer);
   // Posts one message (type, payload from a staging slot or a registered buffer).
-  absl::Status PostMessage(int peer, uint32_t type, const SendWorkRequest& wr,
+  absl::Status PostMessage(int peer, uint32_t type, const rdma::SendWorkRequest& wr,
                            const Inflight& inflight);
-  void HandleCompletion(const WorkCompletion& wc);
-  void HandleReceive(int peer, const WorkCompletion& wc);
+  void HandleCompletion(const rdma::WorkCompletion& wc);
+  void HandleReceive(int peer, const rdma::WorkCompletion& wc);
   absl::Status RepostReceive(int peer, uint32_t slot);
   void Break(const absl::Status& status);
   std::string DescribePending() const;
@@ -162,20 +162,20 @@ class RcTransport : public Transport {
 
   const int rank_;
   const int size_;
-  Verbs& verbs_;
+  rdma::Verbs& verbs_;
   const RcTransportOptions options_;
   RdmaPath path_;
   uint32_t max_write_bytes_ = 1u << 30;
 
   // Declared in release order's reverse: QPs go first, the context last.
-  std::unique_ptr<VerbsContext> context_;
-  std::unique_ptr<VerbsPd> pd_;
-  std::unique_ptr<VerbsCompChannel> channel_;
-  std::unique_ptr<VerbsCq> cq_;
+  std::unique_ptr<rdma::VerbsContext> context_;
+  std::unique_ptr<rdma::VerbsPd> pd_;
+  std::unique_ptr<rdma::VerbsCompChannel> channel_;
+  std::unique_ptr<rdma::VerbsCq> cq_;
   std::unique_ptr<char, void (*)(void*)> recv_region_{nullptr, nullptr};
   std::unique_ptr<char, void (*)(void*)> staging_region_{nullptr, nullptr};
-  std::unique_ptr<VerbsMr> recv_mr_;
-  std::unique_ptr<VerbsMr> staging_mr_;
+  std::unique_ptr<rdma::VerbsMr> recv_mr_;
+  std::unique_ptr<rdma::VerbsMr> staging_mr_;
   std::unique_ptr<RegistrationCache> registrations_;
   std::vector<Peer> peers_;
 

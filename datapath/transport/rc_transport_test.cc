@@ -15,6 +15,14 @@
 namespace weft::datapath {
 namespace {
 
+using rdma::FakeDeviceConfig;
+using rdma::FakeFabric;
+using rdma::FakeVerbs;
+using rdma::Gid;
+using rdma::QpAttributes;
+using rdma::QpState;
+using rdma::WcStatus;
+
 RcTransport& Rc(FakeRcJob& job, int rank) {
   return static_cast<RcTransport&>(*job.transports[rank]);
 }

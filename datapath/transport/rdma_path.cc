@@ -10,6 +10,16 @@
 
 namespace weft::datapath {
 
+using rdma::DeviceInfo;
+using rdma::GidEntry;
+using rdma::GidQuery;
+using rdma::LinkLayer;
+using rdma::PortAttributes;
+using rdma::PortState;
+using rdma::SelectRoceV2Gid;
+using rdma::Verbs;
+using rdma::VerbsContext;
+
 absl::StatusOr<RdmaPath> ChooseRdmaPath(Verbs& verbs, const RdmaPathQuery& query) {
   ASSIGN_OR_RETURN(std::vector<DeviceInfo> devices, verbs.ListDevices());
   if (devices.empty()) {

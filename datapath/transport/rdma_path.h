@@ -31,14 +31,14 @@ struct RdmaPathQuery {
 struct RdmaPath {
   std::string device;
   uint32_t port = 1;
-  PortAttributes port_attributes;
-  GidEntry gid;
+  rdma::PortAttributes port_attributes;
+  rdma::GidEntry gid;
 };
 
 // FAILED_PRECONDITION when there is no device, no active port, or the port is not
 // Ethernet (RoCE); NOT_FOUND when no suitable GID exists (naming the device and what
 // its table holds); the verbs' errors otherwise.
-absl::StatusOr<RdmaPath> ChooseRdmaPath(Verbs& verbs, const RdmaPathQuery& query);
+absl::StatusOr<RdmaPath> ChooseRdmaPath(rdma::Verbs& verbs, const RdmaPathQuery& query);
 
 }  // namespace weft::datapath
 

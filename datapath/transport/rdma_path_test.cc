@@ -8,6 +8,13 @@
 namespace weft::datapath {
 namespace {
 
+using rdma::FakeDeviceConfig;
+using rdma::FakeFabric;
+using rdma::FakeVerbs;
+using rdma::Gid;
+using rdma::LinkLayer;
+using rdma::PortState;
+
 FakeDeviceConfig Down(std::string name) {
   FakeDeviceConfig device = FakeDeviceConfig::Roce(std::move(name), 0x0a000009);
   device.port.state = PortState::kDown;

@@ -3,6 +3,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace weft::datapath {
+
+using rdma::Verbs;
+using rdma::VerbsMr;
+using rdma::VerbsPd;
+
 namespace {
 
 constexpr uintptr_t kPageBytes = 4096;

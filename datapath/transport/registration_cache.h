@@ -34,7 +34,7 @@ class RegistrationCache {
     bool cache_transient = false;
     size_t max_cached_bytes = size_t{1} << 30;
     // AccessFlag bits of every registration.
-    uint32_t access = kAccessLocalWrite | kAccessRemoteWrite;
+    uint32_t access = rdma::kAccessLocalWrite | rdma::kAccessRemoteWrite;
   };
 
   struct Stats {
@@ -49,7 +49,7 @@ class RegistrationCache {
   struct Entry {
     uintptr_t start = 0;
     uintptr_t end = 0;
-    std::unique_ptr<VerbsMr> mr;
+    std::unique_ptr<rdma::VerbsMr> mr;
     int pins = 0;
     bool persistent = false;
     bool transient = false;  // deregister when the last pin goes
@@ -81,7 +81,7 @@ class RegistrationCache {
     Entry* entry_ = nullptr;
   };
 
-  RegistrationCache(Verbs& verbs, VerbsPd* pd, const Options& options);
+  RegistrationCache(rdma::Verbs& verbs, rdma::VerbsPd* pd, const Options& options);
   ~RegistrationCache();
   RegistrationCache(const RegistrationCache&) = delete;
   RegistrationCache& operator=(const RegistrationCache&) = delete;
@@ -110,8 +110,8 @@ class RegistrationCache {
   void Erase(Entry* entry);
   void EvictIfNeeded();
 
-  Verbs& verbs_;
-  VerbsPd* const pd_;
+  rdma::Verbs& verbs_;
+  rdma::VerbsPd* const pd_;
   const Options options_;
   std::map<Key, std::unique_ptr<Entry>> entries_;
   std::map<uintptr_t, Entry*> persistent_by_address_;

@@ -11,6 +11,12 @@
 namespace weft::datapath {
 namespace {
 
+using rdma::FakeDeviceConfig;
+using rdma::FakeFabric;
+using rdma::FakeVerbs;
+using rdma::VerbsContext;
+using rdma::VerbsPd;
+
 class RegistrationCacheTest : public ::testing::Test {
  protected:
   RegistrationCacheTest() : verbs_(&fabric_, {FakeDeviceConfig::Roce("mlx5_0", 0x0a000001)}) {

@@ -10,6 +10,9 @@
 
 namespace weft::datapath {
 
+using rdma::DeviceInfo;
+using rdma::Verbs;
+
 absl::StatusOr<TransportKind> ParseTransportKind(absl::string_view name) {
   if (name == "auto" || name.empty()) return TransportKind::kAuto;
   if (name == "rc") return TransportKind::kRc;

@@ -66,13 +66,14 @@ absl::StatusOr<TransportChoice> ChooseTransport(TransportKind requested,
 // Lists the local devices, agrees with the other ranks (through `rendezvous`, key
 // "<scope>/transport"), logs the choice and builds that transport. `choice`, if given,
 // receives what was picked and why.
-absl::StatusOr<std::unique_ptr<Transport>> CreateTransport(Verbs& verbs, Rendezvous& rendezvous,
+absl::StatusOr<std::unique_ptr<Transport>> CreateTransport(rdma::Verbs& verbs,
+                                                           Rendezvous& rendezvous,
                                                            const TransportRequest& request,
                                                            TransportChoice* choice = nullptr);
 
 // CreateTransport, then a Communicator over it.
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
-    Verbs& verbs, Rendezvous& rendezvous, const TransportRequest& request,
+    rdma::Verbs& verbs, Rendezvous& rendezvous, const TransportRequest& request,
     const CommunicatorOptions& options = {}, TransportChoice* choice = nullptr);
 
 }  // namespace weft::datapath

@@ -12,6 +12,11 @@
 namespace weft::datapath {
 namespace {
 
+using rdma::FakeDeviceConfig;
+using rdma::FakeFabric;
+using rdma::FakeVerbs;
+using rdma::QpAttributes;
+
 TEST(ChooseTransportTest, RcOnlyWhenEveryRankHasADevice) {
   auto all = ChooseTransport(TransportKind::kAuto, {true, true, true}, "");
   ASSERT_TRUE(all.ok());

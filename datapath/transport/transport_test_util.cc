@@ -9,6 +9,10 @@
 
 namespace weft::datapath {
 
+using rdma::FakeDeviceConfig;
+using rdma::FakeFabric;
+using rdma::FakeVerbs;
+
 void RunRanks(int size, const std::function<void(int rank)>& fn) {
   std::vector<std::thread> threads;
   threads.reserve(size);

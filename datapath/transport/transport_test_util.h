@@ -28,8 +28,8 @@ absl::StatusOr<std::vector<std::unique_ptr<Transport>>> MakeTcpTransports(
 // mlx5_0, address 10.0.0.<rank + 1>) on one fabric. The fabric and the FakeVerbs live in
 // the returned object, which must outlive nothing else: transports are destroyed first.
 struct FakeRcJob {
-  std::unique_ptr<FakeFabric> fabric;
-  std::vector<std::unique_ptr<FakeVerbs>> verbs;
+  std::unique_ptr<rdma::FakeFabric> fabric;
+  std::vector<std::unique_ptr<rdma::FakeVerbs>> verbs;
   std::vector<std::unique_ptr<Transport>> transports;
 
   FakeRcJob() = default;
