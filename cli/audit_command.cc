@@ -1,10 +1,8 @@
 #include "cli/audit_command.h"
 
-#include <chrono>
 #include <vector>
 
 #include "absl/time/time.h"
-#include "grpcpp/grpcpp.h"
 #include "cli/event_filter.h"
 #include "common/text_output.h"
 
@@ -42,30 +40,24 @@ std::string FormatAuditTable(const weft::v1::ListAuditResponse& response) {
   return FormatTable(rows);
 }
 
-int RunAuditCommand(const std::vector<std::string>& args,
-                    weft::v1::AdminService::StubInterface& admin, int timeout_ms,
-                    const AuditFlags& flags, bool json, std::ostream& out, std::ostream& err) {
+int RunAuditCommand(const std::vector<std::string>& args, const CommandContext& context) {
   if (args.size() != 1) {
-    err << "weftctl: 'audit' takes no arguments (use --who, --method, --since, --limit)\n";
-    return 2;
+    context.err << "weftctl: 'audit' takes no arguments (use --who, --method, --since, --limit)\n";
+    return kExitUsage;
   }
+  const WeftctlOptions& options = context.options;
   absl::StatusOr<weft::v1::ListAuditRequest> request =
-      MakeAuditRequest(flags.who, flags.method, flags.since, flags.limit);
+      MakeAuditRequest(options.who, options.method, options.since, options.limit);
   if (!request.ok()) {
-    err << "weftctl: " << request.status().message() << "\n";
-    return 2;
+    context.err << "weftctl: " << request.status().message() << "\n";
+    return kExitUsage;
   }
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(timeout_ms));
   weft::v1::ListAuditResponse response;
-  const grpc::Status status = admin.ListAudit(&context, *request, &response);
-  if (!status.ok()) {
-    err << "weftctl: audit: " << status.error_message() << "\n";
-    return 1;
-  }
-  out << (json ? FormatJson(response) : FormatAuditTable(response));
-  return 0;
+  absl::Status status = context.controller.Call(
+      &weft::v1::AdminService::StubInterface::ListAudit, *request, &response);
+  if (!status.ok()) return context.Failed("audit", status);
+  context.out << (context.json() ? FormatJson(response) : FormatAuditTable(response));
+  return kExitOk;
 }
 
 }  // namespace weft

@@ -1,9 +1,17 @@
 #include "cli/command_table.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "cli/audit_command.h"
+#include "cli/node_commands.h"
+#include "cli/policy_command.h"
+#include "cli/prometheus_command.h"
+#include "cli/reservation_commands.h"
+#include "cli/rollout_command.h"
+#include "cli/topology_command.h"
 
 namespace weft {
 namespace {
@@ -15,27 +23,27 @@ constexpr char kSynopsis[] =
 
 }  // namespace
 
-const std::vector<CommandHelp>& Commands() {
-  static const auto* const commands = new std::vector<CommandHelp>{
+const std::vector<Command>& Commands() {
+  static const auto* const commands = new std::vector<Command>{
     {"nodes",
         "  nodes [--rack R]            list nodes with state and rates\n",
-     {"rack"}},
+     {"rack"}, &RunNodesCommand},
     {"node",
         "  node NAME                   show one node's NICs, GPUs and rates\n",
-     {}},
+     {}, &RunNodeCommand},
     {"drain",
         "  drain NAME --reason \"...\"   drain a node\n",
-     {"reason"}},
+     {"reason"}, &RunDrainCommand},
     {"undrain",
         "  undrain NAME                undrain a node\n",
-     {}},
+     {}, &RunUndrainCommand},
     {"events",
         "  events [--node N] [--since 10m|2026-11-30T06:00:00Z] [--limit N]\n"
         "                              state changes, drains, rule firings, oldest first\n",
-     {"node", "since", "limit"}},
+     {"node", "since", "limit"}, &RunEventsCommand},
     {"racks",
         "  racks [--pod P]             per rack and per pod: nodes by state and rates\n",
-     {"pod"}},
+     {"pod"}, &RunRacksCommand},
     {"place",
         "  place --job J (--nodes N | --ranks R --gpus-per-node G) [--pattern ring|alltoall|pipeline]\n"
         "        [--tp N --pp N --dp N --ep N] [--qos training|storage|control] [--exclude a,b]\n"
@@ -44,42 +52,42 @@ const std::vector<CommandHelp>& Commands() {
         "        [--format table|hostfile|env|json]\n"
         "        [--offline --topology T.yaml [--occupancy O.yaml]]\n"
         "                              place a job's ranks and reserve its nodes\n",
-     {"job", "nodes", "ranks", "gpus_per_node", "pattern", "tp", "pp", "dp", "ep", "qos", "exclude", "within", "max_racks", "one_pod", "max_congestion", "ttl", "gradient_bytes", "alltoall_bytes", "activation_bytes", "format", "offline", "topology", "occupancy"}},
+     {"job", "nodes", "ranks", "gpus_per_node", "pattern", "tp", "pp", "dp", "ep", "qos", "exclude", "within", "max_racks", "one_pod", "max_congestion", "ttl", "gradient_bytes", "alltoall_bytes", "activation_bytes", "format", "offline", "topology", "occupancy"}, &RunPlaceCommand},
     {"release",
         "  release ID | --job J        end a reservation\n",
-     {"job"}},
+     {"job"}, &RunReleaseOrRenewCommand},
     {"renew",
         "  renew (ID | --job J) [--ttl S]  extend a reservation's lease\n",
-     {"job", "ttl"}},
+     {"job", "ttl"}, &RunReleaseOrRenewCommand},
     {"reservations",
         "  reservations                list the live reservations\n",
-     {}},
+     {}, &RunReservationsCommand},
     {"topology",
         "  topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]\n"
         "                              the rack and pod tiers for Slurm, Kubernetes or tools\n",
-     {"format", "offline", "topology"}},
+     {"format", "offline", "topology"}, &RunTopologyCommand},
     {"policy",
         "  policy validate FILE        check a QoS/DCQCN policy offline (no controller)\n",
-     {}},
+     {}, &RunPolicyCommand},
     {"policy",
         "  policy diff FILE            what the policy would change, per parameter and node count\n",
-     {}},
+     {}, &RunPolicyCommand},
     {"rollout",
         "  rollout start FILE | status [ID] | pause [ID] | resume [ID] | abort [ID] [--reason R]\n"
         "        | history             staged rollout of a policy: canary, bake, waves, rollback\n",
-     {"reason"}},
+     {"reason"}, &RunRolloutCommand},
     {"topology",
         "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
         "                              LLDP cabling against the design; exit 1 on findings\n",
-     {"topology", "offline", "observed"}},
+     {"topology", "offline", "observed"}, &RunTopologyCommand},
     {"prometheus",
         "  prometheus targets [--out FILE]\n"
         "                              the agents' /metrics as a Prometheus file_sd file\n",
-     {"out"}},
+     {"out"}, &RunPrometheusCommand},
     {"audit",
         "  audit [--who W] [--method M] [--since 10m|RFC3339] [--limit N]\n"
         "                              the audit log of mutating calls, oldest first\n",
-     {"who", "method", "since", "limit"}},
+     {"who", "method", "since", "limit"}, &RunAuditCommand},
   };
   return *commands;
 }
@@ -94,7 +102,7 @@ const std::vector<std::string>& GlobalFlags() {
 
 std::string UsageText() {
   std::string text = kSynopsis;
-  for (const CommandHelp& command : Commands()) absl::StrAppend(&text, command.usage);
+  for (const Command& command : Commands()) absl::StrAppend(&text, command.usage);
   if (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
@@ -119,7 +127,7 @@ std::optional<std::string> CommandHelpText(absl::string_view command) {
   std::string text = "usage:\n";
   std::vector<std::string> flags;
   bool found = false;
-  for (const CommandHelp& entry : Commands()) {
+  for (const Command& entry : Commands()) {
     if (entry.name != command) continue;
     found = true;
     absl::StrAppend(&text, entry.usage);
@@ -147,11 +155,43 @@ bool IsHelpRequest(const std::vector<std::string>& args, std::string* command) {
     }
     // The first word that names a command (a flag's value may come before it).
     if (!command->empty() || arg.empty() || arg[0] == '-') continue;
-    for (const CommandHelp& entry : Commands()) {
+    for (const Command& entry : Commands()) {
       if (entry.name == arg) *command = arg;
     }
   }
   return help;
+}
+
+int PrintHelp(absl::string_view command, std::ostream& out) {
+  if (command.empty()) {
+    out << "usage: " << UsageText() << "\n";
+  } else {
+    out << CommandHelpText(command).value_or("");
+  }
+  return kExitOk;
+}
+
+int Dispatch(const std::vector<std::string>& args, const CommandContext& context) {
+  for (const Command& command : Commands()) {
+    if (command.name == args[0]) return command.run(args, context);
+  }
+  return context.Usage(absl::StrCat("unknown command '", args[0], "'"));
+}
+
+int RunWeftctl(const std::vector<std::string>& args, const WeftctlOptions& options,
+               std::ostream& out, std::ostream& err) {
+  const std::string usage = UsageText();
+  auto usage_error = [&](absl::string_view problem) {
+    return PrintUsageError(err, usage, problem);
+  };
+  if (args.empty()) return usage_error("no command given");
+  if (options.output != "table" && options.output != "json") {
+    return usage_error(absl::StrCat("--output '", options.output, "' is not one of: table, json"));
+  }
+  absl::StatusOr<ControllerClient> controller =
+      ControllerClient::Connect(options.transport, options.timeout_ms);
+  if (!controller.ok()) return usage_error(controller.status().message());
+  return Dispatch(args, CommandContext{out, err, options, *controller, usage});
 }
 
 }  // namespace weft

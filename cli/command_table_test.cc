@@ -19,7 +19,7 @@ TEST(CommandTableTest, HelpPrintsTheWholeUsageOnStdoutAndExitsZero) {
     auto result = RunCommand({"cli/weftctl", ask}, absl::Seconds(10));
     EXPECT_EQ(result.exit_status, 0) << result.err;
     EXPECT_EQ(result.out, "usage: " + UsageText() + "\n");
-    for (const CommandHelp& command : Commands()) {
+    for (const Command& command : Commands()) {
       EXPECT_THAT(result.out, HasSubstr(command.usage));
     }
   }
@@ -50,7 +50,7 @@ TEST(CommandTableTest, ACommandsHelpShowsItsOwnFlagsOnly) {
 }
 
 TEST(CommandTableTest, EveryFlagTheTableNamesIsAFlagOfWeftctl) {
-  for (const CommandHelp& command : Commands()) {
+  for (const Command& command : Commands()) {
     SCOPED_TRACE(command.name);
     auto help = RunCommand({"cli/weftctl", command.name, "--help"}, absl::Seconds(10));
     EXPECT_EQ(help.exit_status, 0) << help.err;

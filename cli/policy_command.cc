@@ -1,6 +1,5 @@
 #include "cli/policy_command.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,13 +13,6 @@ namespace {
 
 constexpr char kPolicyUsage[] =
     "usage: weftctl policy validate FILE | weftctl policy diff FILE";
-
-std::unique_ptr<grpc::ClientContext> Context(const RolloutCliOptions& options) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(options.timeout_ms));
-  return context;
-}
 
 std::string Join(const google::protobuf::RepeatedField<uint32_t>& list) {
   return list.empty() ? "-" : absl::StrJoin(list, ",");
@@ -79,46 +71,26 @@ std::string FormatPolicyDiff(const weft::v1::DiffPolicyResponse& diff) {
   return out;
 }
 
-int ReportRpcFailure(absl::string_view what, const grpc::Status& status,
-                     const RolloutCliOptions& options, std::ostream& err) {
-  err << "weftctl: " << what << ": ";
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    err << "cannot reach the controller at " << options.controller << " ("
-        << status.error_message() << "); is weft-controller running? (--controller)\n";
-  } else {
-    err << status.error_message() << "\n";
-  }
-  return 1;
-}
-
-int RunPolicyCommand(const std::vector<std::string>& args,
-                     weft::v1::RolloutService::StubInterface& stub,
-                     const RolloutCliOptions& options, std::ostream& out, std::ostream& err) {
+int RunPolicyCommand(const std::vector<std::string>& args, const CommandContext& context) {
   if (args.size() != 3 || (args[1] != "validate" && args[1] != "diff")) {
-    err << "weftctl: " << kPolicyUsage << "\n";
-    return 2;
+    context.err << "weftctl: " << kPolicyUsage << "\n";
+    return kExitUsage;
   }
   const std::string& path = args[2];
   if (args[1] == "validate") {
     absl::StatusOr<weft::v1::Policy> policy = policy::LoadPolicyFile(path);
-    if (!policy.ok()) {
-      err << "weftctl: policy validate: " << policy.status().message() << "\n";
-      return 1;
-    }
-    out << (options.json ? FormatJson(*policy) : FormatPolicySummary(*policy, path));
-    return 0;
+    if (!policy.ok()) return context.Failed("policy validate", policy.status());
+    context.out << (context.json() ? FormatJson(*policy) : FormatPolicySummary(*policy, path));
+    return kExitOk;
   }
   absl::StatusOr<weft::v1::PolicyRequest> request = ReadPolicyRequest(path);
-  if (!request.ok()) {
-    err << "weftctl: policy diff: " << request.status().message() << "\n";
-    return 1;
-  }
+  if (!request.ok()) return context.Failed("policy diff", request.status());
   weft::v1::DiffPolicyResponse diff;
-  grpc::Status status = stub.DiffPolicy(Context(options).get(), *request, &diff);
-  if (!status.ok()) return ReportRpcFailure("policy diff", status, options, err);
-  out << (options.json ? FormatJson(diff) : FormatPolicyDiff(diff));
-  return 0;
+  absl::Status status = context.controller.Call(
+      &weft::v1::RolloutService::StubInterface::DiffPolicy, *request, &diff);
+  if (!status.ok()) return context.Failed("policy diff", status);
+  context.out << (context.json() ? FormatJson(diff) : FormatPolicyDiff(diff));
+  return kExitOk;
 }
 
 }  // namespace weft

@@ -4,7 +4,10 @@
 #include <sstream>
 #include <string>
 
+#include "cli/command_context.h"
+#include "cli/controller_client.h"
 #include "common/file.h"
+#include "grpcpp/grpcpp.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -27,13 +30,14 @@ class PolicyCommandTest : public ::testing::Test {
   int Run(const std::vector<std::string>& args) {
     out_.str("");
     err_.str("");
-    return RunPolicyCommand(args, *stub_, options_, out_, err_);
+    return RunPolicyCommand(args, CommandContext{out_, err_, options_, controller_, "USAGE"});
   }
 
   // Validate never calls the controller: nothing listens on port 1.
-  std::unique_ptr<weft::v1::RolloutService::Stub> stub_ = weft::v1::RolloutService::NewStub(
-      grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
-  RolloutCliOptions options_{"127.0.0.1:1", false, 500, ""};
+  ControllerClient controller_{
+      grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()), "127.0.0.1:1",
+      /*timeout_ms=*/500};
+  WeftctlOptions options_;
   std::ostringstream out_;
   std::ostringstream err_;
 };
@@ -48,7 +52,7 @@ TEST_F(PolicyCommandTest, ValidateTheExampleOffline) {
 }
 
 TEST_F(PolicyCommandTest, ValidateJsonIsThePolicy) {
-  options_.json = true;
+  options_.output = "json";
   ASSERT_EQ(Run({"policy", "validate", kExample}), 0) << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("\"default_profile\": \"default\""));
 }

@@ -5,14 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "grpcpp/grpcpp.h"
 
 namespace weft {
 namespace {
@@ -99,27 +97,17 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   return absl::OkStatus();
 }
 
-int RunPrometheusCommand(const std::vector<std::string>& args,
-                         weft::v1::AdminService::StubInterface& admin, int timeout_ms,
-                         const std::string& out_path, std::ostream& out, std::ostream& err) {
+int RunPrometheusCommand(const std::vector<std::string>& args, const CommandContext& context) {
+  std::ostream& err = context.err;
+  const std::string& out_path = context.options.out;
   if (args.size() != 2 || args[1] != "targets") {
     err << "weftctl: 'prometheus' has one subcommand: targets\n" << kUsage << "\n";
-    return 2;
+    return kExitUsage;
   }
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(timeout_ms));
   weft::v1::ListNodesResponse nodes;
-  const grpc::Status status = admin.ListNodes(&context, weft::v1::ListNodesRequest(), &nodes);
-  if (!status.ok()) {
-    err << "weftctl: prometheus targets: list nodes: " << status.error_message();
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      err << " (is weft-controller running? --controller HOST:PORT)";
-    }
-    err << "\n";
-    return 1;
-  }
+  absl::Status status = context.controller.Call(&weft::v1::AdminService::StubInterface::ListNodes,
+                                                weft::v1::ListNodesRequest(), &nodes);
+  if (!status.ok()) return context.Failed("prometheus targets: list nodes", status);
   std::vector<std::string> skipped;
   const std::string json = FormatFileSdTargets(nodes, &skipped);
   if (!skipped.empty()) {
@@ -129,16 +117,15 @@ int RunPrometheusCommand(const std::vector<std::string>& args,
         << skipped.front() << "\n";
   }
   if (out_path.empty()) {
-    out << json;
-    return 0;
+    context.out << json;
+    return kExitOk;
   }
   if (absl::Status written = WriteFileAtomically(out_path, json); !written.ok()) {
-    err << "weftctl: prometheus targets: " << written.message() << "\n";
-    return 1;
+    return context.Failed("prometheus targets", written);
   }
   err << "weftctl: wrote " << (nodes.nodes_size() - skipped.size()) << " targets to "
       << out_path << "\n";
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace weft

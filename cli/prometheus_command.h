@@ -16,13 +16,13 @@
 #ifndef WEFT_CLI_PROMETHEUS_COMMAND_H_
 #define WEFT_CLI_PROMETHEUS_COMMAND_H_
 
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "proto/weft/v1/admin.grpc.pb.h"
+#include "cli/command_context.h"
+#include "proto/weft/v1/admin.pb.h"
 
 namespace weft {
 
@@ -40,12 +40,11 @@ std::string FormatFileSdTargets(const weft::v1::ListNodesResponse& nodes,
 // left; the error names the path and the system error.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
 
-// Runs `weftctl prometheus ARGS...` (args[0] is "prometheus"). Writes to `out_path`,
-// or to `out` when it is empty. Returns the exit status: 0, 1 when the controller
-// or the file system refuses, 2 on a usage error (messages on `err`).
-int RunPrometheusCommand(const std::vector<std::string>& args,
-                         weft::v1::AdminService::StubInterface& admin, int timeout_ms,
-                         const std::string& out_path, std::ostream& out, std::ostream& err);
+// Runs `weftctl prometheus ARGS...` (args[0] is "prometheus"). Writes to --out
+// (`context.options.out`), or to `context.out` when it is empty. Returns the exit
+// status: 0, 1 when the controller or the file system refuses, 2 on a usage error
+// (messages on `context.err`).
+int RunPrometheusCommand(const std::vector<std::string>& args, const CommandContext& context);
 
 }  // namespace weft
 

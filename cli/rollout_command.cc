@@ -1,10 +1,8 @@
 #include "cli/rollout_command.h"
 
-#include <chrono>
-#include <memory>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/policy_command.h"
 #include "common/text_output.h"
 
 namespace weft {
@@ -48,13 +46,6 @@ std::string StepState(const weft::v1::Rollout& rollout, const weft::v1::RolloutS
 }
 
 std::string Number(double v) { return absl::StrFormat("%.4g", v); }
-
-std::unique_ptr<grpc::ClientContext> Context(const RolloutCliOptions& options) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(options.timeout_ms));
-  return context;
-}
 
 }  // namespace
 
@@ -123,56 +114,47 @@ std::string FormatRolloutHistory(const weft::v1::ListRolloutsResponse& rollouts)
   return FormatTable(rows);
 }
 
-int RunRolloutCommand(const std::vector<std::string>& args,
-                      weft::v1::RolloutService::StubInterface& stub,
-                      const RolloutCliOptions& options, std::ostream& out, std::ostream& err) {
+int RunRolloutCommand(const std::vector<std::string>& args, const CommandContext& context) {
+  using Rollouts = weft::v1::RolloutService::StubInterface;
   const std::string sub = args.size() >= 2 ? args[1] : "";
   auto usage = [&] {
-    err << "weftctl: " << kRolloutUsage << "\n";
-    return 2;
+    context.err << "weftctl: " << kRolloutUsage << "\n";
+    return kExitUsage;
   };
   auto print = [&](const weft::v1::RolloutResponse& response) {
-    out << (options.json ? FormatJson(response.rollout())
-                         : FormatRolloutStatus(response.rollout(), absl::Now()));
-    return 0;
+    context.out << (context.json() ? FormatJson(response.rollout())
+                                   : FormatRolloutStatus(response.rollout(), absl::Now()));
+    return kExitOk;
   };
   weft::v1::RolloutResponse response;
   if (sub == "start") {
     if (args.size() != 3) return usage();
     absl::StatusOr<weft::v1::PolicyRequest> request = ReadPolicyRequest(args[2]);
-    if (!request.ok()) {
-      err << "weftctl: rollout start: " << request.status().message() << "\n";
-      return 1;
-    }
-    grpc::Status status = stub.StartRollout(Context(options).get(), *request, &response);
-    if (!status.ok()) return ReportRpcFailure("rollout start", status, options, err);
+    if (!request.ok()) return context.Failed("rollout start", request.status());
+    absl::Status status = context.controller.Call(&Rollouts::StartRollout, *request, &response);
+    if (!status.ok()) return context.Failed("rollout start", status);
     return print(response);
   }
   if (sub == "history") {
     if (args.size() != 2) return usage();
     weft::v1::ListRolloutsResponse list;
-    grpc::Status status =
-        stub.ListRollouts(Context(options).get(), weft::v1::ListRolloutsRequest(), &list);
-    if (!status.ok()) return ReportRpcFailure("rollout history", status, options, err);
-    out << (options.json ? FormatJson(list) : FormatRolloutHistory(list));
-    return 0;
+    absl::Status status = context.controller.Call(&Rollouts::ListRollouts,
+                                                  weft::v1::ListRolloutsRequest(), &list);
+    if (!status.ok()) return context.Failed("rollout history", status);
+    context.out << (context.json() ? FormatJson(list) : FormatRolloutHistory(list));
+    return kExitOk;
   }
   if (sub != "status" && sub != "pause" && sub != "resume" && sub != "abort") return usage();
   if (args.size() > 3) return usage();
   weft::v1::RolloutRequest request;
   if (args.size() == 3) request.set_id(args[2]);
-  request.set_reason(options.reason);
-  grpc::Status status;
-  if (sub == "status") {
-    status = stub.GetRollout(Context(options).get(), request, &response);
-  } else if (sub == "pause") {
-    status = stub.PauseRollout(Context(options).get(), request, &response);
-  } else if (sub == "resume") {
-    status = stub.ResumeRollout(Context(options).get(), request, &response);
-  } else {
-    status = stub.AbortRollout(Context(options).get(), request, &response);
-  }
-  if (!status.ok()) return ReportRpcFailure(absl::StrCat("rollout ", sub), status, options, err);
+  request.set_reason(context.options.reason);
+  auto method = sub == "status"   ? &Rollouts::GetRollout
+                : sub == "pause"  ? &Rollouts::PauseRollout
+                : sub == "resume" ? &Rollouts::ResumeRollout
+                                  : &Rollouts::AbortRollout;
+  absl::Status status = context.controller.Call(method, request, &response);
+  if (!status.ok()) return context.Failed(absl::StrCat("rollout ", sub), status);
   return print(response);
 }
 
