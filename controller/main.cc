@@ -106,15 +106,19 @@ int Run() {
     return 1;
   }
   RealClock clock;
-  ControllerServer server(*config, &clock, std::make_shared<prometheus::Registry>(),
-                          store->get());
-  if (absl::Status started = server.Start(); !started.ok()) {
+  absl::StatusOr<std::unique_ptr<ControllerServer>> server = ControllerServer::Create(
+      *config, &clock, std::make_shared<prometheus::Registry>(), store->get());
+  if (!server.ok()) {
+    WEFT_LOG(ERROR) << "cannot start: " << server.status().message();
+    return 1;
+  }
+  if (absl::Status started = (*server)->Start(); !started.ok()) {
     WEFT_LOG(ERROR) << "cannot start: " << started.message();
     return 1;
   }
   WEFT_LOG(INFO) << "weft-controller " << kControllerVersion
-                 << " serving grpc=" << server.listen_address()
-                 << " metrics=" << server.metrics_address()
+                 << " serving grpc=" << (*server)->listen_address()
+                 << " metrics=" << (*server)->metrics_address()
                  << " telemetry_interval_ms=" << config->telemetry_interval_ms()
                  << " down_after_intervals=" << config->down_after_intervals()
                  << " degrade_after_ms=" << config->health().degrade_after_ms()
@@ -122,14 +126,14 @@ int Run() {
                  << " auto_drain=" << (config->health().auto_drain().enabled() ? "on" : "off")
                  << " state_dir=" << config->state_dir()
                  << " tls=" << (config->tls().cert_file().empty() ? "off" : "mtls");
-  notifier.Ready(absl::StrCat("serving grpc=", server.listen_address(),
-                              " metrics=", server.metrics_address()));
+  notifier.Ready(absl::StrCat("serving grpc=", (*server)->listen_address(),
+                              " metrics=", (*server)->metrics_address()));
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   WEFT_LOG(INFO) << "stopping signal=" << strsignal(signal_number);
   notifier.Stopping();
-  server.Stop();
+  (*server)->Stop();
   return 0;
 }
 

@@ -35,8 +35,8 @@ class FleetTest : public ::testing::Test {
     config.set_listen_address("127.0.0.1:0");
     config.set_metrics_address("127.0.0.1:0");
     config.set_telemetry_interval_ms(100);
-    server_ = std::make_unique<controller::ControllerServer>(
-        config, &clock_, std::make_shared<prometheus::Registry>());
+    server_ = *controller::ControllerServer::Create(config, &clock_,
+                                                    std::make_shared<prometheus::Registry>());
     ASSERT_TRUE(server_->Start().ok());
   }
 

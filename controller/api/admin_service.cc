@@ -27,8 +27,9 @@ absl::Status RequireName(absl::string_view rpc, const std::string& name) {
 }  // namespace
 
 AdminServiceImpl::AdminServiceImpl(Inventory* inventory, AuditLog* audit_log,
-                                   const Clock* clock)
-    : inventory_(inventory), audit_log_(audit_log), clock_(clock) {}
+                                   const Clock* clock,
+                                   std::shared_ptr<const security::TokenTable> tokens)
+    : inventory_(inventory), audit_log_(audit_log), clock_(clock), tokens_(std::move(tokens)) {}
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListNodes(
     grpc::CallbackServerContext* context, const weft::v1::ListNodesRequest* request,

@@ -29,15 +29,11 @@ namespace weft::controller {
 class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
  public:
   // `inventory` must outlive the service; so must `audit_log` and `clock` when given
-  // (ListAudit answers UNIMPLEMENTED without them).
+  // (ListAudit answers UNIMPLEMENTED without them). `tokens` are the bearer tokens the
+  // controller accepts, to name a token's holder; none names certificate holders only.
   explicit AdminServiceImpl(Inventory* inventory, AuditLog* audit_log = nullptr,
-                            const Clock* clock = nullptr);
-
-  // The bearer tokens the controller accepts, to name a token's holder; none (the
-  // default) names certificate holders only. Call before the server serves.
-  void SetTokens(std::shared_ptr<const security::TokenTable> tokens) {
-    tokens_ = std::move(tokens);
-  }
+                            const Clock* clock = nullptr,
+                            std::shared_ptr<const security::TokenTable> tokens = nullptr);
 
   AdminServiceImpl(const AdminServiceImpl&) = delete;
   AdminServiceImpl& operator=(const AdminServiceImpl&) = delete;
@@ -68,7 +64,7 @@ class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
   Inventory* const inventory_;
   AuditLog* const audit_log_;
   const Clock* const clock_;
-  std::shared_ptr<const security::TokenTable> tokens_;
+  const std::shared_ptr<const security::TokenTable> tokens_;
 };
 
 }  // namespace weft::controller

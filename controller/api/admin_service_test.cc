@@ -40,8 +40,7 @@ class AdminServiceTest : public ::testing::Test {
   explicit AdminServiceTest(std::shared_ptr<grpc::ServerCredentials> credentials,
                             std::shared_ptr<const security::TokenTable> tokens = nullptr)
       : metrics_(registry_), inventory_(&clock_, InventoryOptions{}, &metrics_),
-        service_(&inventory_, &audit_, &clock_) {
-    service_.SetTokens(std::move(tokens));
+        service_(&inventory_, &audit_, &clock_, std::move(tokens)) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
     builder.RegisterService(&service_);

@@ -251,8 +251,10 @@ class AgentServiceImpl::AgentStream final
 };
 
 AgentServiceImpl::AgentServiceImpl(Inventory* inventory, ControllerMetrics* metrics,
-                                   AgentServiceOptions options)
-    : inventory_(inventory), metrics_(metrics), options_(std::move(options)) {}
+                                   AgentServiceOptions options,
+                                   DesiredStateListener* listener)
+    : inventory_(inventory), metrics_(metrics), options_(std::move(options)),
+      listener_(listener) {}
 
 AgentServiceImpl::~AgentServiceImpl() = default;
 

@@ -60,9 +60,11 @@ struct AgentServiceOptions {
 class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
  public:
   // `inventory` and `metrics` must outlive the service, and the service must outlive
-  // the grpc::Server it is registered with.
+  // the grpc::Server it is registered with. `listener` (nullptr: nobody) is handed each
+  // accepted hello's applied_version, every DesiredStateAck and each telemetry batch's
+  // tunables status, on the reactor threads; it must outlive the service.
   AgentServiceImpl(Inventory* inventory, ControllerMetrics* metrics,
-                   AgentServiceOptions options);
+                   AgentServiceOptions options, DesiredStateListener* listener = nullptr);
   ~AgentServiceImpl() override;
 
   AgentServiceImpl(const AgentServiceImpl&) = delete;
@@ -87,11 +89,6 @@ class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
   // Streams currently open, attached to a node or not.
   size_t open_streams() const;
 
-  // Hands each accepted hello's applied_version, every DesiredStateAck and each
-  // telemetry batch's tunables status to `listener` (nullptr: nobody), on the reactor
-  // threads. Call before the server starts; `listener` must outlive the service.
-  void SetDesiredStateListener(DesiredStateListener* listener) { listener_ = listener; }
-
  private:
   class AgentStream;
 
@@ -109,7 +106,7 @@ class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
   Inventory* const inventory_;
   ControllerMetrics* const metrics_;
   const AgentServiceOptions options_;
-  DesiredStateListener* listener_ = nullptr;  // set before serving, then read-only
+  DesiredStateListener* const listener_;
 
   mutable absl::Mutex mu_;
   absl::flat_hash_set<AgentStream*> open_ ABSL_GUARDED_BY(mu_);

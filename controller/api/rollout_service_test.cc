@@ -30,7 +30,7 @@ class RolloutServiceTest : public ::testing::Test {
       : metrics_(registry_),
         rollout_metrics_(registry_),
         inventory_(&clock_, InventoryOptions{}, &metrics_),
-        desired_(&clock_, &rollout_metrics_),
+        desired_(&clock_, &rollout_metrics_, /*sender=*/nullptr),
         manager_(&inventory_, &desired_, &store_, &rollout_metrics_, &clock_),
         service_(&manager_) {
     grpc::ServerBuilder builder;

@@ -10,18 +10,14 @@
 namespace weft::controller {
 
 DesiredStateManager::DesiredStateManager(const Clock* clock, RolloutMetrics* metrics,
-                                         absl::Duration drift_resend_interval)
+                                         Sender sender, absl::Duration drift_resend_interval)
     : clock_(clock),
       metrics_(metrics),
+      sender_(std::move(sender)),
       drift_resend_interval_(drift_resend_interval),
       // Nonces of two controller runs must not collide: an ACK to the previous run's
       // push must not match this run's.
       nonce_salt_(absl::Uniform<uint64_t>(absl::BitGen())) {}
-
-void DesiredStateManager::SetSender(Sender sender) {
-  absl::MutexLock lock(&mu_);
-  sender_ = std::move(sender);
-}
 
 void DesiredStateManager::SetStatusLocked(Entry& entry, SyncStatus status) {
   --counts_[static_cast<int>(entry.sync.status)];

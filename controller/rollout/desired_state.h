@@ -64,12 +64,11 @@ class DesiredStateManager : public DesiredStateListener {
   using Sender =
       std::function<absl::Status(const std::string& node, weft::v1::ControllerMessage)>;
 
-  // `clock` and `metrics` must outlive the manager. `sender` may be empty until
-  // SetSender (the server wires the agent service after both exist).
-  DesiredStateManager(const Clock* clock, RolloutMetrics* metrics,
+  // `clock` and `metrics` must outlive the manager. `sender` reaches the agents (the
+  // composition root passes the agent service's SendToNode); it is called only from
+  // SetDesired and the ticker, never during construction; an empty one reaches no agent.
+  DesiredStateManager(const Clock* clock, RolloutMetrics* metrics, Sender sender,
                       absl::Duration drift_resend_interval = absl::Seconds(30));
-
-  void SetSender(Sender sender);
 
   // Makes `state` (node_name and version set, version above any this node had) the
   // node's desired state, with a new nonce, and sends it if the node has a stream.
@@ -119,10 +118,10 @@ class DesiredStateManager : public DesiredStateListener {
 
   const Clock* const clock_;
   RolloutMetrics* const metrics_;
+  const Sender sender_;
   const absl::Duration drift_resend_interval_;
 
   mutable absl::Mutex mu_;
-  Sender sender_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Entry, std::less<>> nodes_ ABSL_GUARDED_BY(mu_);
   // What agents of nodes without a record reported applied, for Adopt.
   std::map<std::string, uint64_t, std::less<>> unadopted_applied_ ABSL_GUARDED_BY(mu_);

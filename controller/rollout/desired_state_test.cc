@@ -51,9 +51,8 @@ weft::v1::DesiredStateAck Ack(const weft::v1::DesiredState& sent, bool accepted)
 
 class DesiredStateTest : public ::testing::Test {
  protected:
-  DesiredStateTest() : metrics_(registry_), manager_(&clock_, &metrics_, absl::Seconds(30)) {
-    manager_.SetSender(streams_.AsSender());
-  }
+  DesiredStateTest()
+      : metrics_(registry_), manager_(&clock_, &metrics_, streams_.AsSender(), absl::Seconds(30)) {}
 
   double Nodes(const std::string& status) {
     return MetricValue(registry_, "weft_controller_desired_state_nodes", {{"status", status}})

@@ -78,14 +78,15 @@ struct FakeAgents {
 struct Controller {
   Controller(const Clock* clock, const std::string& dir, Inventory* inventory,
              FakeAgents* agents)
-      : rollout_metrics(registry), desired(clock, &rollout_metrics) {
+      : rollout_metrics(registry),
+        desired(clock, &rollout_metrics,
+                [agents](const std::string& node, weft::v1::ControllerMessage m) {
+                  agents->inbox[node] = m.desired_state();
+                  return absl::OkStatus();
+                }) {
     database = *store::ControllerStore::Open(dir);
     store = std::make_unique<store::SqliteRolloutStore>(database.get());
     agents->desired = &desired;
-    desired.SetSender([agents](const std::string& node, weft::v1::ControllerMessage m) {
-      agents->inbox[node] = m.desired_state();
-      return absl::OkStatus();
-    });
     manager = std::make_unique<RolloutManager>(inventory, &desired, store.get(),
                                                &rollout_metrics, clock);
   }

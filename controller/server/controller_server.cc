@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/logging.h"
@@ -23,84 +24,113 @@ std::string WithPort(const std::string& address, int port) {
   return absl::StrCat(address.substr(0, colon), ":", port);
 }
 
+// The rollout records' home: the controller's database, or memory without one.
+std::unique_ptr<store::RolloutStore> MakeRolloutStore(store::ControllerStore* store) {
+  if (store != nullptr) return std::make_unique<store::SqliteRolloutStore>(store);
+  WEFT_LOG(WARNING) << "no durable store: rollouts are kept in memory only";
+  return std::make_unique<store::MemoryRolloutStore>();
+}
+
+RendezvousServiceOptions RendezvousOptions(const weft::v1::ControllerConfig& config) {
+  RendezvousServiceOptions options;
+  options.verify_node_identity = security::TlsEnabled(config.tls());
+  return options;
+}
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Create(
+    weft::v1::ControllerConfig config, const Clock* clock,
+    std::shared_ptr<prometheus::Registry> registry, store::ControllerStore* store) {
+  if (config.telemetry_interval_ms() == 0 || config.down_after_intervals() == 0 ||
+      config.window_samples() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "controller config needs telemetry_interval_ms, down_after_intervals and "
+        "window_samples above 0 (got ",
+        config.telemetry_interval_ms(), ", ", config.down_after_intervals(), ", ",
+        config.window_samples(), "); run ValidateControllerConfig first"));
+  }
+  std::shared_ptr<const security::TokenTable> tokens;
+  if (!config.tokens_file().empty()) {
+    ASSIGN_OR_RETURN(security::TokenTable table,
+                     security::TokenTable::LoadFile(config.tokens_file()));
+    tokens = std::make_shared<const security::TokenTable>(std::move(table));
+  }
+  return absl::WrapUnique(new ControllerServer(std::move(config), clock, std::move(registry),
+                                               store, std::move(tokens)));
+}
 
 ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
                                    std::shared_ptr<prometheus::Registry> registry,
-                                   store::ControllerStore* store)
+                                   store::ControllerStore* store,
+                                   std::shared_ptr<const security::TokenTable> tokens)
     : config_(std::move(config)),
       clock_(clock),
       registry_(std::move(registry)),
+      store_(store),
+      tokens_(std::move(tokens)),
       metrics_(*registry_),
-      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_, store),
+      inventory_(clock_, InventoryOptions::FromConfig(config_), &metrics_, store_),
+      audit_log_(store_),
+      audit_sink_(&audit_log_),
+      rollout_metrics_(*registry_),
+      // The agent service is the downlink; it is called only once agents are connected.
+      desired_state_(clock_, &rollout_metrics_,
+                     [this](const std::string& node, weft::v1::ControllerMessage message) {
+                       return agent_service_.SendToNode(node, std::move(message));
+                     }),
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
-                                         security::TlsEnabled(config_.tls())}),
-      admin_service_(&inventory_, &audit_log_, clock_),
+                                         security::TlsEnabled(config_.tls())},
+                     &desired_state_),
+      admin_service_(&inventory_, &audit_log_, clock_, tokens_),
       placement_metrics_(*registry_),
       placement_(&inventory_, clock_,
                  PlacementOptions{{},
                                   CongestionScale::FromThresholds(
                                       InventoryOptions::FromConfig(config_).health)},
-                 &placement_metrics_, store),
+                 &placement_metrics_, store_),
       placement_service_(&placement_),
-      store_(store),
+      rollout_store_(MakeRolloutStore(store_)),
+      rollouts_(&inventory_, &desired_state_, rollout_store_.get(), &rollout_metrics_, clock_),
+      rollout_service_(&rollouts_, tokens_),
+      rendezvous_service_(clock_, *registry_, RendezvousOptions(config_)),
       ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }) {}
 
 ControllerServer::~ControllerServer() { Stop(); }
 
+std::vector<ControllerServer::ServedService> ControllerServer::Services() {
+  return {
+      {&agent_service_, weft::v1::AgentService::service_full_name()},
+      {&admin_service_, weft::v1::AdminService::service_full_name()},
+      {&placement_service_, weft::v1::PlacementService::service_full_name()},
+      {&rollout_service_, weft::v1::RolloutService::service_full_name()},
+      {&rendezvous_service_, weft::v1::RendezvousService::service_full_name()},
+  };
+}
+
 absl::Status ControllerServer::Start() {
   if (started_) return absl::FailedPreconditionError("ControllerServer started twice");
-  if (config_.telemetry_interval_ms() == 0 || config_.down_after_intervals() == 0 ||
-      config_.window_samples() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "controller config needs telemetry_interval_ms, down_after_intervals and "
-        "window_samples above 0 (got ",
-        config_.telemetry_interval_ms(), ", ", config_.down_after_intervals(), ", ",
-        config_.window_samples(), "); run ValidateControllerConfig first"));
-  }
 
   // The durable state is back before anyone can call: an agent registering now gets
-  // an epoch above every one granted before the restart.
+  // an epoch above every one granted before the restart; rollouts are recovered before
+  // agents can connect (controller/rollout/rollout_manager.h).
   RETURN_IF_ERROR(inventory_.Restore());
   RETURN_IF_ERROR(placement_.Restore());
+  RETURN_IF_ERROR(rollouts_.Recover());
+  if (!config_.policy_file().empty()) rollouts_.WatchPolicyFile(config_.policy_file());
 
-  // Credentials first: a bad TLS or tokens file fails Start before anything runs.
-  std::shared_ptr<const security::TokenTable> tokens;
-  if (!config_.tokens_file().empty()) {
-    ASSIGN_OR_RETURN(security::TokenTable table,
-                     security::TokenTable::LoadFile(config_.tokens_file()));
-    tokens = std::make_shared<const security::TokenTable>(std::move(table));
-  }
+  // Credentials first: a bad TLS file fails Start before anything serves.
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    security::MakeServerCredentials(
                        config_.tls(), std::make_shared<security::AuthProcessor>(
-                                          tokens, clock_, &audit_sink_)));
+                                          tokens_, clock_, &audit_sink_)));
   certificate_monitor_ = security::CertificateMonitor::Start(config_.tls(), *registry_);
   if (!security::TlsEnabled(config_.tls())) {
     WEFT_LOG(WARNING) << "gRPC is PLAINTEXT on " << config_.listen_address()
                       << ": no TLS, no authentication, no roles (set tls in the config for "
                          "mTLS; see deploy/examples/controller.yaml)";
   }
-
-  // Rollouts are recovered before agents can connect (controller/rollout/rollout_manager.h).
-  // With the controller's database they live in it, beside everything else it keeps.
-  if (store_ != nullptr) {
-    rollout_store_ = std::make_unique<store::SqliteRolloutStore>(store_);
-  } else {
-    WEFT_LOG(WARNING) << "no durable store: rollouts are kept in memory only";
-    rollout_store_ = std::make_unique<store::MemoryRolloutStore>();
-  }
-  rollouts_ = std::make_unique<RolloutManager>(&inventory_, &desired_state_,
-                                               rollout_store_.get(), &rollout_metrics_, clock_);
-  RETURN_IF_ERROR(rollouts_->Recover());
-  if (!config_.policy_file().empty()) rollouts_->WatchPolicyFile(config_.policy_file());
-  rollout_service_ = std::make_unique<RolloutServiceImpl>(rollouts_.get(), tokens);
-  admin_service_.SetTokens(tokens);
-  desired_state_.SetSender([this](const std::string& node, weft::v1::ControllerMessage m) {
-    return agent_service_.SendToNode(node, std::move(m));
-  });
-  agent_service_.SetDesiredStateListener(&desired_state_);
 
   ASSIGN_OR_RETURN(metrics_server_,
                    MetricsServer::Start(config_.metrics_address(), registry_));
@@ -118,14 +148,11 @@ absl::Status ControllerServer::Start() {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(
-      std::make_unique<security::AuditInterceptorFactory>(tokens, clock_, &audit_sink_));
+      std::make_unique<security::AuditInterceptorFactory>(tokens_, clock_, &audit_sink_));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.AddListeningPort(config_.listen_address(), credentials, &grpc_port_);
-  builder.RegisterService(&agent_service_);
-  builder.RegisterService(&admin_service_);
-  builder.RegisterService(&placement_service_);
-  builder.RegisterService(rollout_service_.get());
-  builder.RegisterService(&rendezvous_service_);
+  const std::vector<ServedService> services = Services();
+  for (const ServedService& served : services) builder.RegisterService(served.service);
   grpc_server_ = builder.BuildAndStart();
   if (grpc_server_ == nullptr || grpc_port_ == 0) {
     grpc_server_.reset();
@@ -137,11 +164,7 @@ absl::Status ControllerServer::Start() {
   listen_address_ = WithPort(config_.listen_address(), grpc_port_);
   grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
   health->SetServingStatus(true);
-  health->SetServingStatus(weft::v1::AgentService::service_full_name(), true);
-  health->SetServingStatus(weft::v1::AdminService::service_full_name(), true);
-  health->SetServingStatus(weft::v1::PlacementService::service_full_name(), true);
-  health->SetServingStatus(weft::v1::RolloutService::service_full_name(), true);
-  health->SetServingStatus(weft::v1::RendezvousService::service_full_name(), true);
+  for (const ServedService& served : services) health->SetServingStatus(served.name, true);
   rendezvous_service_.Start();
 
   ticker_.Start();
@@ -160,17 +183,10 @@ absl::Status ControllerServer::AuditLogSink::Record(const security::AuditRecord&
   return log_->Record(entry);
 }
 
-RendezvousServiceOptions ControllerServer::RendezvousOptions(
-    const weft::v1::ControllerConfig& config) {
-  RendezvousServiceOptions options;
-  options.verify_node_identity = security::TlsEnabled(config.tls());
-  return options;
-}
-
 void ControllerServer::Tick() {
   inventory_.Sweep();
   placement_.RefreshGauges();
-  rollouts_->Tick();
+  rollouts_.Tick();
 }
 
 void ControllerServer::Stop() {

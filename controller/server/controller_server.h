@@ -18,11 +18,15 @@
 // unless insecure) with a warning. Either way every mutating call is written to the
 // AuditLog.
 //
-// Example (what controller/main.cc does):
-//   ControllerServer server(config, &clock, std::make_shared<prometheus::Registry>());
-//   RETURN_IF_ERROR(server.Start());
+// The composition root: Create builds the whole object graph from a validated config
+// (each part gets what it uses in its constructor; nothing is wired after), Start
+// restores the durable state and serves, Stop ends it. Example (what
+// controller/main.cc does):
+//   ASSIGN_OR_RETURN(std::unique_ptr<ControllerServer> server,
+//                    ControllerServer::Create(config, &clock, registry, store));
+//   RETURN_IF_ERROR(server->Start());
 //   ... wait for SIGTERM ...
-//   server.Stop();
+//   server->Stop();
 //
 // Thread-safety: Start and Stop are called from one thread; the accessors may be
 // called from any thread after Start succeeded. Stop is idempotent and also run by
@@ -32,8 +36,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/metrics_server.h"
 #include "common/periodic_task.h"
@@ -56,6 +62,8 @@
 #include "proto/weft/v1/config.pb.h"
 #include "security/certificate_monitor.h"
 #include "security/server_auth.h"
+#include "security/tokens.h"
+#include "store/controller_store.h"
 
 namespace weft::controller {
 
@@ -67,24 +75,25 @@ class ControllerServer {
   // `config` should have passed ValidateControllerConfig (common/daemon_config.h).
   // `clock` must outlive the server; `registry` receives the controller's metrics and
   // is what /metrics serves. `store` (store/controller_store.h; main.cc opens it in
-  // config.state_dir) makes nodes, drains, reservations, events and the audit log
-  // durable and must outlive the server; without one everything is in memory.
-  ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
-                   std::shared_ptr<prometheus::Registry> registry,
-                   store::ControllerStore* store = nullptr);
+  // config.state_dir) makes nodes, drains, reservations, events, rollouts and the
+  // audit log durable and must outlive the server; without one everything is in
+  // memory. INVALID_ARGUMENT when the config's interval, threshold or window is zero
+  // or the tokens file is not well formed; NOT_FOUND when it cannot be read.
+  static absl::StatusOr<std::unique_ptr<ControllerServer>> Create(
+      weft::v1::ControllerConfig config, const Clock* clock,
+      std::shared_ptr<prometheus::Registry> registry, store::ControllerStore* store = nullptr);
   ~ControllerServer();
 
   ControllerServer(const ControllerServer&) = delete;
   ControllerServer& operator=(const ControllerServer&) = delete;
 
-  // Binds listen_address (gRPC) and metrics_address (/metrics) — port 0 picks a free
-  // port — and starts serving and the liveness ticker. UNAVAILABLE when an address
-  // cannot be bound; INVALID_ARGUMENT when the config's interval, threshold or window
-  // is zero, or a TLS or tokens file is not PEM / not well formed; NOT_FOUND when a
-  // TLS or tokens file cannot be read; FAILED_PRECONDITION when called twice. With a
-  // store, first restores the inventory's nodes and drains, the event log and the
-  // live reservations (the store's error when they cannot be read). On failure
-  // nothing keeps running.
+  // With a store, first restores the inventory's nodes and drains, the event log, the
+  // live reservations and the rollouts (the store's error when they cannot be read).
+  // Then binds listen_address (gRPC) and metrics_address (/metrics) — port 0 picks a
+  // free port — and starts serving and the liveness ticker. UNAVAILABLE when an
+  // address cannot be bound; INVALID_ARGUMENT when a TLS file is not PEM; NOT_FOUND
+  // when it cannot be read; FAILED_PRECONDITION when called twice. On failure nothing
+  // keeps running.
   absl::Status Start();
 
   // Marks the health service NOT_SERVING, ends agent streams with UNAVAILABLE, shuts
@@ -114,32 +123,46 @@ class ControllerServer {
     AuditLog* const log_;
   };
 
+  // A gRPC service and the name its health status is served under.
+  struct ServedService {
+    grpc::Service* service;
+    std::string name;
+  };
+
+  ControllerServer(weft::v1::ControllerConfig config, const Clock* clock,
+                   std::shared_ptr<prometheus::Registry> registry,
+                   store::ControllerStore* store,
+                   std::shared_ptr<const security::TokenTable> tokens);
+
+  // Every service the server registers, each named once: registration and health
+  // status both come from this list.
+  std::vector<ServedService> Services();
   void Tick();
-  static RendezvousServiceOptions RendezvousOptions(const weft::v1::ControllerConfig& config);
 
   const weft::v1::ControllerConfig config_;
   const Clock* const clock_;
-  std::shared_ptr<prometheus::Registry> registry_;
+  const std::shared_ptr<prometheus::Registry> registry_;
+  store::ControllerStore* const store_;
+  const std::shared_ptr<const security::TokenTable> tokens_;  // null: certificates only
   ControllerMetrics metrics_;
   Inventory inventory_;
+  AuditLog audit_log_;
+  AuditLogSink audit_sink_;
+  // QoS/DCQCN desired state per node, sent down the agent streams, and the policy
+  // rollouts over it, kept in the store (in memory without one).
+  RolloutMetrics rollout_metrics_;
+  DesiredStateManager desired_state_;
   AgentServiceImpl agent_service_;
   AdminServiceImpl admin_service_;
   PlacementMetrics placement_metrics_;
   PlacementManager placement_;
   PlacementServiceImpl placement_service_;
-  store::ControllerStore* const store_;
-  AuditLog audit_log_{store_};
-  AuditLogSink audit_sink_{&audit_log_};
-  // QoS/DCQCN desired state per node and policy rollouts; the rollout store (over
-  // store_), the manager and its service are made by Start.
-  RolloutMetrics rollout_metrics_{*registry_};
-  DesiredStateManager desired_state_{clock_, &rollout_metrics_};
-  std::unique_ptr<store::RolloutStore> rollout_store_;
-  std::unique_ptr<RolloutManager> rollouts_;
-  std::unique_ptr<RolloutServiceImpl> rollout_service_;
+  const std::unique_ptr<store::RolloutStore> rollout_store_;
+  RolloutManager rollouts_;
+  RolloutServiceImpl rollout_service_;
   // Where agents relay their jobs' rendezvous (job.proto); its own sweeper thread.
   // With mTLS an agent relays only its own node's ranks.
-  RendezvousServiceImpl rendezvous_service_{clock_, *registry_, RendezvousOptions(config_)};
+  RendezvousServiceImpl rendezvous_service_;
 
   bool started_ = false;
   bool stopped_ = false;

@@ -131,11 +131,11 @@ class ControllerServerTest : public ::testing::Test {
  protected:
   ControllerServerTest()
       : registry_(std::make_shared<prometheus::Registry>()),
-        server_(TestConfig(), &clock_, registry_) {}
+        server_(*ControllerServer::Create(TestConfig(), &clock_, registry_)) {}
 
   void SetUp() override {
-    ASSERT_TRUE(server_.Start().ok());
-    auto channel = grpc::CreateChannel(server_.listen_address(),
+    ASSERT_TRUE(server_->Start().ok());
+    auto channel = grpc::CreateChannel(server_->listen_address(),
                                        grpc::InsecureChannelCredentials());
     agent_ = weft::v1::AgentService::NewStub(channel);
     admin_ = weft::v1::AdminService::NewStub(channel);
@@ -195,17 +195,17 @@ class ControllerServerTest : public ::testing::Test {
 
   FakeClock clock_;
   std::shared_ptr<prometheus::Registry> registry_;
-  ControllerServer server_;
+  std::unique_ptr<ControllerServer> server_;
   std::unique_ptr<weft::v1::AgentService::Stub> agent_;
   std::unique_ptr<weft::v1::AdminService::Stub> admin_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 
 TEST_F(ControllerServerTest, BindsPortZeroAndReportsTheBoundAddresses) {
-  EXPECT_GT(server_.grpc_port(), 0);
-  EXPECT_EQ(server_.listen_address(), absl::StrCat("127.0.0.1:", server_.grpc_port()));
-  EXPECT_NE(server_.metrics_address(), "127.0.0.1:0");
-  EXPECT_EQ(server_.Start().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_GT(server_->grpc_port(), 0);
+  EXPECT_EQ(server_->listen_address(), absl::StrCat("127.0.0.1:", server_->grpc_port()));
+  EXPECT_NE(server_->metrics_address(), "127.0.0.1:0");
+  EXPECT_EQ(server_->Start().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ControllerServerTest, HealthIsServing) {
@@ -295,7 +295,7 @@ TEST_F(ControllerServerTest, FencingTelemetryAndDrainOverTheWire) {
   EXPECT_EQ(Metric("weft_controller_node_state_changes_total", {{"to", "drained"}}), 1);
   EXPECT_EQ(Metric("weft_controller_node_state_changes_total", {{"to", "healthy"}}), 1);
   EXPECT_TRUE(Eventually([&] { return Metric("weft_controller_agent_streams") == 1; }));
-  const std::string scraped = Scrape(server_.metrics_address());
+  const std::string scraped = Scrape(server_->metrics_address());
   EXPECT_NE(scraped.find("weft_controller_sessions_fenced_total 1"), std::string::npos)
       << scraped;
   EXPECT_NE(scraped.find("weft_controller_nodes{state=\"healthy\"} 1"), std::string::npos);
@@ -402,16 +402,16 @@ TEST_F(ControllerServerTest, PfcStormDegradesTheNodeOverTheWire) {
     EXPECT_DOUBLE_EQ(racks.racks(0).rates().tx_gbps(), 400.0);
   }
   EXPECT_EQ(Metric("weft_controller_nodes", {{"state", "degraded"}}), 1);
-  const std::string scraped = Scrape(server_.metrics_address());
+  const std::string scraped = Scrape(server_->metrics_address());
   EXPECT_NE(scraped.find("weft_controller_health_rule_firings_total{rule=\"pfc_pause_storm\"} 1"),
             std::string::npos)
       << scraped;
   EXPECT_NE(scraped.find("weft_controller_nodes{state=\"degraded\"} 1"), std::string::npos);
   EXPECT_TRUE(Eventually([&] {
-    return Scrape(server_.metrics_address())
+    return Scrape(server_->metrics_address())
                .find("weft_rack_nodes{pod=\"\",rack=\"r1\",state=\"degraded\"} 1") !=
            std::string::npos;
-  })) << Scrape(server_.metrics_address());
+  })) << Scrape(server_->metrics_address());
   EXPECT_NE(scraped.find("weft_rack_tx_bytes_per_second{pod=\"\",rack=\"r1\"} 50000000000"),
             std::string::npos);
 }
@@ -421,18 +421,18 @@ TEST_F(ControllerServerTest, StopEndsAgentStreamsWithUnavailable) {
   Session session = Connect("n1", 1);
   ASSERT_TRUE(session.stream->Write(Telemetry()));
   ASSERT_TRUE(Eventually([&] { return Metric("weft_controller_telemetry_batches_total") == 1; }));
-  server_.Stop();
+  server_->Stop();
   grpc::Status status = EndOf(*session.stream);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(Metric("weft_controller_agent_streams"), 0);
-  server_.Stop();  // idempotent
+  server_->Stop();  // idempotent
 }
 
 TEST_F(ControllerServerTest, ServesPlacementAndTheTickerExpiresLeasesFromTheGauges) {
   for (const char* name : {"n1", "n2"}) {
     weft::v1::NodeInfo info = MakeNode(name);
     for (int g = 0; g < 8; ++g) info.add_gpus()->set_index(g);
-    ASSERT_TRUE(server_.inventory().Register(info, 0).ok());
+    ASSERT_TRUE(server_->inventory().Register(info, 0).ok());
   }
   {
     grpc::ClientContext context;
@@ -443,7 +443,7 @@ TEST_F(ControllerServerTest, ServesPlacementAndTheTickerExpiresLeasesFromTheGaug
     EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
   }
   auto placement = weft::v1::PlacementService::NewStub(
-      grpc::CreateChannel(server_.listen_address(), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(server_->listen_address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   weft::v1::PlacementRequest request;
   request.set_job_id("job-1");
@@ -464,22 +464,26 @@ TEST_F(ControllerServerTest, ServesPlacementAndTheTickerExpiresLeasesFromTheGaug
 
 TEST(ControllerServerStartTest, BusyPortIsUnavailable) {
   FakeClock clock;
-  ControllerServer first(TestConfig(), &clock, std::make_shared<prometheus::Registry>());
-  ASSERT_TRUE(first.Start().ok());
+  std::unique_ptr<ControllerServer> first =
+      *ControllerServer::Create(TestConfig(), &clock, std::make_shared<prometheus::Registry>());
+  ASSERT_TRUE(first->Start().ok());
   weft::v1::ControllerConfig config = TestConfig();
-  config.set_listen_address(first.listen_address());
-  ControllerServer second(config, &clock, std::make_shared<prometheus::Registry>());
-  absl::Status status = second.Start();
+  config.set_listen_address(first->listen_address());
+  std::unique_ptr<ControllerServer> second =
+      *ControllerServer::Create(config, &clock, std::make_shared<prometheus::Registry>());
+  absl::Status status = second->Start();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(status.message().find(first.listen_address()), std::string::npos);
+  EXPECT_NE(status.message().find(first->listen_address()), std::string::npos);
 }
 
 TEST(ControllerServerStartTest, ZeroIntervalIsRefused) {
   FakeClock clock;
   weft::v1::ControllerConfig config = TestConfig();
   config.set_telemetry_interval_ms(0);
-  ControllerServer server(config, &clock, std::make_shared<prometheus::Registry>());
-  EXPECT_EQ(server.Start().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ControllerServer::Create(config, &clock, std::make_shared<prometheus::Registry>())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
