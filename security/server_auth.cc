@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -44,6 +45,17 @@ std::string TargetOf(const google::protobuf::Message& request, absl::string_view
   }
 }
 
+// Auth context properties that carry the caller from the AuthProcessor to the handler.
+constexpr char kCallerName[] = "weft.caller.name";
+constexpr char kCallerRole[] = "weft.caller.role";
+constexpr char kCallerSource[] = "weft.caller.source";
+
+std::optional<std::string> Property(const grpc::AuthContext& auth, const char* name) {
+  std::vector<grpc::string_ref> values = auth.FindPropertyValues(name);
+  if (values.empty()) return std::nullopt;
+  return std::string(View(values.front()));
+}
+
 void LogAudit(const AuditRecord& record) {
   WEFT_LOG(INFO) << "audit who=" << record.who.name << " role=" << RoleName(record.who.role)
                  << " via=" << record.who.source << " method=" << record.method
@@ -56,19 +68,15 @@ void LogAudit(const AuditRecord& record) {
 class AuditInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuditInterceptor(grpc::experimental::ServerRpcInfo* info, const MethodRule* rule,
-                   const TokenTable* tokens, const Clock* clock, AuditSink* audit)
-      : info_(info), rule_(rule), tokens_(tokens), clock_(clock), audit_(audit) {
+                   const Clock* clock, AuditSink* audit)
+      : info_(info), rule_(rule), clock_(clock), audit_(audit) {
     record_.method = info->method();
   }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
-      absl::StatusOr<Principal> caller =
-          Authenticate(*info_->server_context()->auth_context(),
-                       FindHeader(*methods->GetRecvInitialMetadata(), "authorization"),
-                       tokens_);
-      if (caller.ok()) record_.who = *std::move(caller);
+      record_.who = CallerOf(*info_->server_context());
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
         methods->GetRecvMessage() != nullptr && !rule_->target_field.empty()) {
@@ -97,7 +105,6 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
  private:
   grpc::experimental::ServerRpcInfo* const info_;
   const MethodRule* const rule_;
-  const TokenTable* const tokens_;
   const Clock* const clock_;
   AuditSink* const audit_;
   AuditRecord record_;
@@ -105,10 +112,18 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
 
 }  // namespace
 
-absl::StatusOr<Principal> AuthenticateCall(const grpc::ServerContextBase& context,
-                                           const TokenTable* tokens) {
-  return Authenticate(*context.auth_context(),
-                      FindHeader(context.client_metadata(), "authorization"), tokens);
+Principal CallerOf(const grpc::ServerContextBase& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  Principal caller;
+  if (auth == nullptr) return caller;
+  std::optional<std::string> name = Property(*auth, kCallerName);
+  std::optional<std::string> role = Property(*auth, kCallerRole);
+  std::optional<std::string> source = Property(*auth, kCallerSource);
+  if (!name.has_value() || !role.has_value() || !source.has_value()) return caller;
+  caller.name = *std::move(name);
+  caller.role = ParseRole(*role).value_or(Role::kNone);
+  caller.source = *std::move(source);
+  return caller;
 }
 
 AuthProcessor::AuthProcessor(std::shared_ptr<const TokenTable> tokens, const Clock* clock,
@@ -128,7 +143,12 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata,
       Authenticate(*context, FindHeader(auth_metadata, "authorization"), tokens_.get());
   absl::Status allowed =
       caller.ok() ? Authorize(*path, *caller) : caller.status();
-  if (allowed.ok()) return grpc::Status::OK;
+  if (allowed.ok()) {
+    context->AddProperty(kCallerName, caller->name);
+    context->AddProperty(kCallerRole, std::string(RoleName(caller->role)));
+    context->AddProperty(kCallerSource, caller->source);
+    return grpc::Status::OK;
+  }
 
   const Principal who = caller.ok() ? *caller : Principal();
   WEFT_LOG(WARNING) << "call refused method=" << *path << " who=" << who.name
@@ -146,15 +166,14 @@ grpc::Status AuthProcessor::Process(const InputMetadata& auth_metadata,
   return ToGrpcStatus(allowed);
 }
 
-AuditInterceptorFactory::AuditInterceptorFactory(std::shared_ptr<const TokenTable> tokens,
-                                                 const Clock* clock, AuditSink* audit)
-    : tokens_(std::move(tokens)), clock_(clock), audit_(audit) {}
+AuditInterceptorFactory::AuditInterceptorFactory(const Clock* clock, AuditSink* audit)
+    : clock_(clock), audit_(audit) {}
 
 grpc::experimental::Interceptor* AuditInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
   const MethodRule* rule = FindMethodRule(info->method());
   if (rule == nullptr || !rule->mutating) return nullptr;  // not audited
-  return new AuditInterceptor(info, rule, tokens_.get(), clock_, audit_);
+  return new AuditInterceptor(info, rule, clock_, audit_);
 }
 
 }  // namespace weft::security

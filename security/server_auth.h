@@ -4,12 +4,13 @@
 // AuthProcessor (a grpc::AuthMetadataProcessor, installed on the TLS server
 // credentials) runs before any handler: it identifies the caller (identity.h) and
 // refuses the call with UNAUTHENTICATED or PERMISSION_DENIED unless its role allows
-// the method; methods missing from the table are refused. Refused mutating calls are
+// the method; methods missing from the table are refused. The caller it found goes
+// with the call (CallerOf), so nothing authenticates it again. Refused mutating calls are
 // audited here (their request is never read, so the target is unknown).
 //
 // AuditInterceptorFactory (a gRPC server interceptor) records every mutating call that
-// reached its handler: who, role, method, target (the rule's request field) and the
-// status sent back. It runs on plaintext listeners too (the caller is then
+// reached its handler: who (CallerOf), role, method, target (the rule's request field)
+// and the status sent back. It runs on plaintext listeners too (the caller is then
 // "anonymous"). If the record cannot be written the caller is told so (UNAVAILABLE):
 // an operator must not believe an unaudited change was accepted silently.
 //
@@ -49,15 +50,12 @@ class AuditSink {
   virtual absl::Status Record(const AuditRecord& record) = 0;
 };
 
-// The caller of a call that reached its handler, for records that name who acted (a
-// drain, a rollout): authenticated again, as the AuthProcessor and the audit do, from
-// the call's verified client certificate and its "authorization" header, so it is
-// never a name the request itself carries. The anonymous principal on a plaintext
-// listener without a bearer token. `tokens` may be null (certificates only); the
-// errors are Authenticate's (identity.h), which the AuthProcessor has already turned
-// away on a TLS listener.
-absl::StatusOr<Principal> AuthenticateCall(const grpc::ServerContextBase& context,
-                                           const TokenTable* tokens);
+// The caller of a call that reached its handler or the audit, for records that name
+// who acted (a drain, a rollout): authenticated once, by the AuthProcessor when the
+// call arrived (verified client certificate or bearer token), and carried with the
+// call in its auth context, so it is never a name the request itself carries. The
+// anonymous principal on a plaintext listener, where nothing is authenticated.
+Principal CallerOf(const grpc::ServerContextBase& context);
 
 class AuthProcessor final : public grpc::AuthMetadataProcessor {
  public:
@@ -82,15 +80,13 @@ class AuthProcessor final : public grpc::AuthMetadataProcessor {
 class AuditInterceptorFactory final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  // Same lifetimes as AuthProcessor's; `audit` must not be null.
-  AuditInterceptorFactory(std::shared_ptr<const TokenTable> tokens, const Clock* clock,
-                          AuditSink* audit);
+  // `clock` and `audit` must outlive the factory; `audit` must not be null.
+  AuditInterceptorFactory(const Clock* clock, AuditSink* audit);
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 
  private:
-  std::shared_ptr<const TokenTable> tokens_;
   const Clock* const clock_;
   AuditSink* const audit_;
 };

@@ -27,9 +27,8 @@ absl::Status RequireName(absl::string_view rpc, const std::string& name) {
 }  // namespace
 
 AdminServiceImpl::AdminServiceImpl(Inventory* inventory, AuditLog* audit_log,
-                                   const Clock* clock,
-                                   std::shared_ptr<const security::TokenTable> tokens)
-    : inventory_(inventory), audit_log_(audit_log), clock_(clock), tokens_(std::move(tokens)) {}
+                                   const Clock* clock)
+    : inventory_(inventory), audit_log_(audit_log), clock_(clock) {}
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListNodes(
     grpc::CallbackServerContext* context, const weft::v1::ListNodesRequest* request,
@@ -57,13 +56,11 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DrainNode(
   if (absl::Status s = RequireName("DrainNode", request->name()); !s.ok()) {
     return FinishWith(context, s);
   }
-  absl::StatusOr<security::Principal> caller =
-      security::AuthenticateCall(*context, tokens_.get());
-  if (!caller.ok()) return FinishWith(context, caller.status());
+  const security::Principal caller = security::CallerOf(*context);
   absl::StatusOr<weft::v1::NodeStatus> node =
-      inventory_->Drain(request->name(), request->reason(), caller->name);
+      inventory_->Drain(request->name(), request->reason(), caller.name);
   if (node.ok()) {
-    WEFT_LOG(INFO) << "drain requested node=" << request->name() << " who=" << caller->name
+    WEFT_LOG(INFO) << "drain requested node=" << request->name() << " who=" << caller.name
                    << " peer=" << context->peer() << " reason=\"" << node->drain_reason()
                    << "\"";
     *response->mutable_node() = *std::move(node);
@@ -77,12 +74,10 @@ grpc::ServerUnaryReactor* AdminServiceImpl::UndrainNode(
   if (absl::Status s = RequireName("UndrainNode", request->name()); !s.ok()) {
     return FinishWith(context, s);
   }
-  absl::StatusOr<security::Principal> caller =
-      security::AuthenticateCall(*context, tokens_.get());
-  if (!caller.ok()) return FinishWith(context, caller.status());
-  absl::StatusOr<weft::v1::NodeStatus> node = inventory_->Undrain(request->name(), caller->name);
+  const security::Principal caller = security::CallerOf(*context);
+  absl::StatusOr<weft::v1::NodeStatus> node = inventory_->Undrain(request->name(), caller.name);
   if (node.ok()) {
-    WEFT_LOG(INFO) << "undrain requested node=" << request->name() << " who=" << caller->name
+    WEFT_LOG(INFO) << "undrain requested node=" << request->name() << " who=" << caller.name
                    << " peer=" << context->peer();
     *response->mutable_node() = *std::move(node);
   }

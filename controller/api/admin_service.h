@@ -7,7 +7,7 @@
 // Handlers never block beyond the inventory's short mutex, except drain and undrain,
 // which wait for the store's commit, and ListAudit, which reads the audit log (store/).
 // A drain and an undrain are recorded under the caller's authenticated identity
-// (security::AuthenticateCall: certificate CN or token name, "anonymous" on a
+// (security::CallerOf: certificate CN or token name, "anonymous" on a
 // plaintext listener), in the node's drained_who and the event's who.
 // Thread-safe.
 #ifndef WEFT_CONTROLLER_API_ADMIN_SERVICE_H_
@@ -22,18 +22,15 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/admin.pb.h"
-#include "security/tokens.h"
 
 namespace weft::controller {
 
 class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
  public:
   // `inventory` must outlive the service; so must `audit_log` and `clock` when given
-  // (ListAudit answers UNIMPLEMENTED without them). `tokens` are the bearer tokens the
-  // controller accepts, to name a token's holder; none names certificate holders only.
+  // (ListAudit answers UNIMPLEMENTED without them).
   explicit AdminServiceImpl(Inventory* inventory, AuditLog* audit_log = nullptr,
-                            const Clock* clock = nullptr,
-                            std::shared_ptr<const security::TokenTable> tokens = nullptr);
+                            const Clock* clock = nullptr);
 
   AdminServiceImpl(const AdminServiceImpl&) = delete;
   AdminServiceImpl& operator=(const AdminServiceImpl&) = delete;
@@ -64,7 +61,6 @@ class AdminServiceImpl final : public weft::v1::AdminService::CallbackService {
   Inventory* const inventory_;
   AuditLog* const audit_log_;
   const Clock* const clock_;
-  const std::shared_ptr<const security::TokenTable> tokens_;
 };
 
 }  // namespace weft::controller

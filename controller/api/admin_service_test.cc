@@ -36,11 +36,10 @@ class AdminServiceTest : public ::testing::Test {
   AdminServiceTest() : AdminServiceTest(grpc::InsecureServerCredentials()) {
     Connect(grpc::InsecureChannelCredentials());
   }
-  // Serves with `credentials`, naming token holders from `tokens`; call Connect.
-  explicit AdminServiceTest(std::shared_ptr<grpc::ServerCredentials> credentials,
-                            std::shared_ptr<const security::TokenTable> tokens = nullptr)
+  // Serves with `credentials`; call Connect.
+  explicit AdminServiceTest(std::shared_ptr<grpc::ServerCredentials> credentials)
       : metrics_(registry_), inventory_(&clock_, InventoryOptions{}, &metrics_),
-        service_(&inventory_, &audit_, &clock_, std::move(tokens)) {
+        service_(&inventory_, &audit_, &clock_) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
     builder.RegisterService(&service_);
@@ -282,7 +281,7 @@ class AdminIdentityTest : public AdminServiceTest {
     pki_ = new security::TestPki(*std::move(pki));
   }
 
-  AdminIdentityTest() : AdminServiceTest(ServerCredentials(), pki_->Tokens()) {}
+  AdminIdentityTest() : AdminServiceTest(ServerCredentials()) {}
 
   static std::shared_ptr<grpc::ServerCredentials> ServerCredentials() {
     static RealClock clock;
@@ -330,6 +329,20 @@ class AdminIdentityTest : public AdminServiceTest {
 };
 
 security::TestPki* AdminIdentityTest::pki_ = nullptr;
+
+TEST_F(AdminServiceTest, APlaintextCallIsAnonymousWhateverItsHeadersClaim) {
+  grpc::ClientContext context;
+  // Nothing is authenticated without TLS: neither a bearer token nor headers named like
+  // the auth context's caller properties name the caller.
+  context.AddMetadata("authorization", "Bearer some-token");
+  context.AddMetadata("weft.caller.name", "mallory");
+  context.AddMetadata("weft.caller.role", "admin");
+  weft::v1::DrainNodeRequest request;
+  request.set_name("n1");
+  weft::v1::DrainNodeResponse response;
+  ASSERT_TRUE(stub_->DrainNode(&context, request, &response).ok());
+  EXPECT_EQ(response.node().drained_who(), "anonymous");
+}
 
 TEST_F(AdminIdentityTest, DrainAndUndrainRecordTheCertificatesName) {
   ConnectAs("operator");

@@ -29,21 +29,13 @@ absl::StatusOr<weft::v1::RolloutResponse> Wrap(absl::StatusOr<weft::v1::Rollout>
 // Runs `action` with the caller's authenticated name and finishes with its rollout.
 template <typename Action>
 grpc::ServerUnaryReactor* AsCaller(grpc::CallbackServerContext* context,
-                                   const security::TokenTable* tokens,
                                    weft::v1::RolloutResponse* response, Action action) {
-  absl::StatusOr<security::Principal> caller = security::AuthenticateCall(*context, tokens);
-  if (!caller.ok()) {
-    return FinishWith(context, absl::StatusOr<weft::v1::RolloutResponse>(caller.status()),
-                      response);
-  }
-  return FinishWith(context, Wrap(action(caller->name)), response);
+  return FinishWith(context, Wrap(action(security::CallerOf(*context).name)), response);
 }
 
 }  // namespace
 
-RolloutServiceImpl::RolloutServiceImpl(RolloutManager* manager,
-                                       std::shared_ptr<const security::TokenTable> tokens)
-    : manager_(manager), tokens_(std::move(tokens)) {}
+RolloutServiceImpl::RolloutServiceImpl(RolloutManager* manager) : manager_(manager) {}
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::ValidatePolicy(
     grpc::CallbackServerContext* context, const weft::v1::PolicyRequest* request,
@@ -60,7 +52,7 @@ grpc::ServerUnaryReactor* RolloutServiceImpl::DiffPolicy(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* RolloutServiceImpl::StartRollout(
     grpc::CallbackServerContext* context, const weft::v1::PolicyRequest* request,
     weft::v1::RolloutResponse* response) {
-  return AsCaller(context, tokens_.get(), response,
+  return AsCaller(context, response,
                   [&](const std::string& who) { return manager_->Start(*request, who); });
 }
 
@@ -73,21 +65,21 @@ grpc::ServerUnaryReactor* RolloutServiceImpl::GetRollout(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* RolloutServiceImpl::PauseRollout(
     grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
     weft::v1::RolloutResponse* response) {
-  return AsCaller(context, tokens_.get(), response,
+  return AsCaller(context, response,
                   [&](const std::string& who) { return manager_->Pause(request->id(), who); });
 }
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::ResumeRollout(
     grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
     weft::v1::RolloutResponse* response) {
-  return AsCaller(context, tokens_.get(), response,
+  return AsCaller(context, response,
                   [&](const std::string& who) { return manager_->Resume(request->id(), who); });
 }
 
 grpc::ServerUnaryReactor* RolloutServiceImpl::AbortRollout(
     grpc::CallbackServerContext* context, const weft::v1::RolloutRequest* request,
     weft::v1::RolloutResponse* response) {
-  return AsCaller(context, tokens_.get(), response, [&](const std::string& who) {
+  return AsCaller(context, response, [&](const std::string& who) {
     return manager_->Abort(request->id(), request->reason(), who);
   });
 }

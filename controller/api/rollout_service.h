@@ -1,7 +1,7 @@
 // RolloutServiceImpl: weft.v1.RolloutService (rollout.proto) over gRPC's callback API,
 // a thin adapter onto RolloutManager: each handler delegates and converts the
 // absl::Status (common/grpc_status.h). Start, pause, resume and abort name the
-// caller's authenticated identity (security::AuthenticateCall) in the rollout's
+// caller's authenticated identity (security::CallerOf) in the rollout's
 // started_by and history. Handlers finish inline; the manager's calls take only short
 // mutexes. Thread-safe.
 #ifndef WEFT_CONTROLLER_API_ROLLOUT_SERVICE_H_
@@ -13,16 +13,13 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/rollout.grpc.pb.h"
 #include "proto/weft/v1/rollout.pb.h"
-#include "security/tokens.h"
 
 namespace weft::controller {
 
 class RolloutServiceImpl final : public weft::v1::RolloutService::CallbackService {
  public:
-  // `manager` must outlive the service. `tokens`: the bearer tokens the controller
-  // accepts, to name a token's holder (null: certificate holders only).
-  explicit RolloutServiceImpl(RolloutManager* manager,
-                              std::shared_ptr<const security::TokenTable> tokens = nullptr);
+  // `manager` must outlive the service.
+  explicit RolloutServiceImpl(RolloutManager* manager);
 
   RolloutServiceImpl(const RolloutServiceImpl&) = delete;
   RolloutServiceImpl& operator=(const RolloutServiceImpl&) = delete;
@@ -54,7 +51,6 @@ class RolloutServiceImpl final : public weft::v1::RolloutService::CallbackServic
 
  private:
   RolloutManager* const manager_;
-  const std::shared_ptr<const security::TokenTable> tokens_;
 };
 
 }  // namespace weft::controller

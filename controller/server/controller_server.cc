@@ -83,7 +83,7 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                      AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
                                          security::TlsEnabled(config_.tls())},
                      &desired_state_),
-      admin_service_(&inventory_, &audit_log_, clock_, tokens_),
+      admin_service_(&inventory_, &audit_log_, clock_),
       placement_metrics_(*registry_),
       placement_(&inventory_, clock_,
                  PlacementOptions{{},
@@ -93,7 +93,7 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       placement_service_(&placement_),
       rollout_store_(MakeRolloutStore(store_)),
       rollouts_(&inventory_, &desired_state_, rollout_store_.get(), &rollout_metrics_, clock_),
-      rollout_service_(&rollouts_, tokens_),
+      rollout_service_(&rollouts_),
       rendezvous_service_(clock_, *registry_, RendezvousOptions(config_)),
       ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }) {}
 
@@ -148,7 +148,7 @@ absl::Status ControllerServer::Start() {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(
-      std::make_unique<security::AuditInterceptorFactory>(tokens_, clock_, &audit_sink_));
+      std::make_unique<security::AuditInterceptorFactory>(clock_, &audit_sink_));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.AddListeningPort(config_.listen_address(), credentials, &grpc_port_);
   const std::vector<ServedService> services = Services();
