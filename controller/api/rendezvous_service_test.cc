@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/clock.h"
+#include "common/fake_clock.h"
 #include "common/testing/metrics.h"
 #include "security/credentials.h"
 #include "security/server_auth.h"
@@ -66,12 +66,22 @@ class RendezvousServiceTest : public ::testing::Test {
     return stub_->Rendezvous(&context, request, response);
   }
 
+  // Waits (real time: the calls arrive over gRPC) until the table holds `n` waiters.
+  bool AwaitTableWaiters(size_t n) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (service_.table().waiter_count() != n) {
+      if (absl::Now() > give_up) return false;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    return true;
+  }
+
   double Calls(const std::string& result) {
     return MetricValue(registry_, "weft_controller_rendezvous_total", {{"result", result}})
         .value_or(-1);
   }
 
-  RealClock clock_;
+  FakeClock clock_;  // rendezvous timeouts and the sweeper run on it
   prometheus::Registry registry_;
   RendezvousServiceImpl service_;
   int port_ = 0;
@@ -103,21 +113,26 @@ TEST_F(RendezvousServiceTest, ConcurrentRanksAllGetEveryEndpoint) {
 
 TEST_F(RendezvousServiceTest, TimeoutArrivesWithinTheSweepPeriodAndNamesTheMissingRank) {
   weft::v1::RendezvousResponse response;
-  const absl::Time start = absl::Now();
+  grpc::Status status;
+  std::thread rank0([&] { status = Call(Request(0, 3, 300), &response); });
   std::thread rank1([&] {
     weft::v1::RendezvousResponse r;
     Call(Request(1, 3, 300), &r);
   });
-  const grpc::Status status = Call(Request(0, 3, 300), &response);
-  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(AwaitTableWaiters(2)) << "the two ranks never reached the table";
+  // One step short of the timeout nothing ends; the sweep at the timeout ends both.
+  clock_.Advance(absl::Milliseconds(299));
+  ASSERT_TRUE(clock_.AwaitWaiters(1)) << "the sweeper did not wait again";
+  EXPECT_EQ(service_.table().waiter_count(), 2u);
+  EXPECT_EQ(Calls("timeout"), 0);
+  clock_.Advance(absl::Milliseconds(1));
+  rank0.join();
   rank1.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_NE(status.error_message().find("rendezvous job 'job-1' key 'weft/tcp': rank 2 never "
                                         "arrived"),
             std::string::npos)
       << status.error_message();
-  EXPECT_GE(took, absl::Milliseconds(300));
-  EXPECT_LT(took, absl::Seconds(3));
   EXPECT_EQ(Calls("timeout"), 2);
 }
 
@@ -128,7 +143,7 @@ TEST_F(RendezvousServiceTest, RefusalsKeepTheirCodeAndMessage) {
     Call(Request(0, 2, 2000), &r);
   });
   // Let rank 0 open the exchange for 2 ranks.
-  while (service_.table().waiter_count() == 0) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(AwaitTableWaiters(1));
   const grpc::Status conflict = Call(Request(1, 3, 2000), &response);
   EXPECT_EQ(conflict.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(conflict.error_message().find("asked for world size 3 but the exchange was opened "
@@ -155,7 +170,7 @@ TEST_F(RendezvousServiceTest, ACallerThatGivesUpLeavesTheTable) {
     weft::v1::RendezvousResponse r;
     status = stub_->Rendezvous(&context, Request(0, 2, 60000), &r);
   });
-  while (service_.table().waiter_count() == 0) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(AwaitTableWaiters(1));
   context.TryCancel();
   caller.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
@@ -174,7 +189,7 @@ TEST_F(RendezvousServiceTest, StopEndsWaitingCallsWithUnavailable) {
     weft::v1::RendezvousResponse r;
     status = Call(Request(0, 2, 60000), &r);
   });
-  while (service_.table().waiter_count() == 0) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(AwaitTableWaiters(1));
   service_.Stop();
   rank0.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
