@@ -38,6 +38,7 @@ absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentCon
   if (flags.root) config->mutable_linux()->set_root(*flags.root);
   if (flags.lldp) config->set_lldp(*flags.lldp);
   if (flags.tunables_dry_run) config->set_tunables_dry_run(*flags.tunables_dry_run);
+  if (flags.job_socket) config->set_job_socket(*flags.job_socket);
   weft::v1::SimulatedBackendConfig* sim = config->mutable_simulated();
   if (flags.nics) sim->set_nics(*flags.nics);
   if (flags.gpus) sim->set_gpus(*flags.gpus);

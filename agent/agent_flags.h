@@ -1,6 +1,6 @@
 // Command-line overrides for weft-agent: the values of the flags that were set, and
-// how they land in an AgentConfig loaded from file (flags win). agent/main.cc parses
-// the flags; this library holds the logic so it can be tested without a process.
+// how they land in an AgentConfig loaded from file (flags win). agent/command_line.cc
+// parses the flags; this library holds the logic so it can be tested without a process.
 //
 //   --node, --rack, --pod, --controller   identity and controller address
 //   --metrics HOST:PORT|off               /metrics endpoint
@@ -13,6 +13,7 @@
 //                                         file's list; "none" clears it)
 //   --fault_delay_ms N                    simulated faults start N ms after agent start
 //   --dry-run                             desired QoS/DCQCN state: compare, never write
+//   --job_socket PATH|off                 Unix socket serving local jobs
 //
 // Pure functions: thread-safe.
 #ifndef WEFT_AGENT_AGENT_FLAGS_H_
@@ -48,6 +49,7 @@ struct AgentFlagOverrides {
   std::optional<std::string> faults;  // comma-separated names
   std::optional<uint32_t> fault_delay_ms;
   std::optional<bool> tunables_dry_run;
+  std::optional<std::string> job_socket;
 };
 
 // "pfc_storm", "link_down", "retransmits", "dead", "reject_tunables" (case-insensitive, with or without

@@ -1,6 +1,6 @@
 // The simulated faults that are not the NIC's: they sit between the agent and its
 // controller connection, so the production agent loop never tests for a simulation.
-// The composition root (agent/main.cc) wraps the real client when the simulated
+// The composition root (agent/agent_daemon.h) wraps the real client when the simulated
 // backend's config asks for one.
 //
 //   dead   the agent registers and keeps its stream, but its telemetry never reaches

@@ -223,4 +223,34 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
   return absl::OkStatus();
 }
 
+namespace {
+
+template <typename Config>
+absl::StatusOr<Config> ApplyAndValidate(absl::StatusOr<Config> config, const DaemonFlags& flags,
+                                        const FlagOverrides<Config>& overrides,
+                                        absl::Status (*validate)(const Config&)) {
+  if (!config.ok()) return config.status();
+  if (overrides) RETURN_IF_ERROR(overrides(&*config));
+  if (flags.insecure) config->set_insecure(true);
+  if (flags.tls_cert) config->mutable_tls()->set_cert_file(*flags.tls_cert);
+  if (flags.tls_key) config->mutable_tls()->set_key_file(*flags.tls_key);
+  if (flags.tls_ca) config->mutable_tls()->set_ca_file(*flags.tls_ca);
+  RETURN_IF_ERROR(validate(*config));
+  return config;
+}
+
+}  // namespace
+
+absl::StatusOr<weft::v1::ControllerConfig> ControllerConfigFromFlags(
+    const DaemonFlags& flags, const FlagOverrides<weft::v1::ControllerConfig>& overrides) {
+  return ApplyAndValidate(LoadControllerConfig(flags.config_path), flags, overrides,
+                          &ValidateControllerConfig);
+}
+
+absl::StatusOr<weft::v1::AgentConfig> AgentConfigFromFlags(
+    const DaemonFlags& flags, const FlagOverrides<weft::v1::AgentConfig>& overrides) {
+  return ApplyAndValidate(LoadAgentConfig(flags.config_path), flags, overrides,
+                          &ValidateAgentConfig);
+}
+
 }  // namespace weft

@@ -3,11 +3,15 @@
 // Schemas are the ControllerConfig / AgentConfig messages in proto/weft/v1/config.proto;
 // their (weft.v1.rule) options say what each field accepts. Loading starts from the
 // defaults below and merges the file over them through common/yaml_proto.h, so an error
-// names file:line:column, the field, the value and what is accepted. Mains apply
-// command-line flags after loading and then call Validate*, so a flag is held to the
-// same rules as the file. Nothing here keeps state; all functions are thread-safe.
+// names file:line:column, the field, the value and what is accepted. Both mains take
+// the one path from their command line to a validated config at the end of this file.
+// Nothing here keeps state; all functions are thread-safe.
 #ifndef WEFT_COMMON_DAEMON_CONFIG_H_
 #define WEFT_COMMON_DAEMON_CONFIG_H_
+
+#include <functional>
+#include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -51,6 +55,44 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config);
 // Whether a "host:port" is reachable from this host only: 127.0.0.0/8, [::1],
 // localhost. Plaintext gRPC is accepted without `insecure` only on such addresses.
 bool IsLoopbackAddress(absl::string_view address);
+
+// From a command line: the one path both daemons' mains take. The file (--config) is
+// loaded over the defaults, the flags that were given are written over it, and the
+// result is validated: a flag wins over the file and the file over the default, and a
+// flag is held to the file's rules, so a bad value is refused naming the config field
+// it landed in (or, for a value no field can hold, the flag). The mains print the
+// error after their name and exit 2 (weft-controller after "bad configuration: ").
+//
+// Example (controller/main.cc):
+//   absl::StatusOr<weft::v1::ControllerConfig> config = ControllerConfigFromFlags(
+//       flags, [](weft::v1::ControllerConfig* c) {
+//         if (auto v = absl::GetFlag(FLAGS_listen)) c->set_listen_address(*v);
+//         return absl::OkStatus();
+//       });
+
+// The flags both daemons spell the same way. std::nullopt: the flag was not given.
+struct DaemonFlags {
+  std::string config_path;              // --config; empty: the embedded defaults only
+  bool insecure = false;                // --insecure; only ever turns `insecure` on
+  std::optional<std::string> tls_cert;  // --tls_cert -> tls.cert_file
+  std::optional<std::string> tls_key;   // --tls_key  -> tls.key_file
+  std::optional<std::string> tls_ca;    // --tls_ca   -> tls.ca_file
+};
+
+// Writes a daemon's own flags into the loaded config; an error (a value no field can
+// hold, e.g. an unknown fault name) is returned as is and must name the flag.
+template <typename Config>
+using FlagOverrides = std::function<absl::Status(Config*)>;
+
+// LoadControllerConfig / LoadAgentConfig of flags.config_path, then `overrides` (may
+// be empty), then the shared flags of DaemonFlags, then ValidateControllerConfig /
+// ValidateAgentConfig. The first error, unchanged: NOT_FOUND for an unreadable file,
+// INVALID_ARGUMENT naming file:line:column, the field (or flag), the value and what is
+// accepted.
+absl::StatusOr<weft::v1::ControllerConfig> ControllerConfigFromFlags(
+    const DaemonFlags& flags, const FlagOverrides<weft::v1::ControllerConfig>& overrides);
+absl::StatusOr<weft::v1::AgentConfig> AgentConfigFromFlags(
+    const DaemonFlags& flags, const FlagOverrides<weft::v1::AgentConfig>& overrides);
 
 }  // namespace weft
 

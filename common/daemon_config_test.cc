@@ -376,5 +376,104 @@ TEST(DaemonConfigTransportTest, PlaintextOnlyOnLoopbackUnlessInsecure) {
               ::testing::HasSubstr("are only partly set"));
 }
 
+// The one path from a command line (ControllerConfigFromFlags / AgentConfigFromFlags).
+
+TEST(ConfigFromFlagsTest, FlagWinsOverFileAndFileOverDefault) {
+  const std::string path = WriteTempFile(
+      "precedence-controller.yaml",
+      "listen_address: 127.0.0.1:7500\ndown_after_intervals: 5\nstate_dir: /tmp/from-file\n");
+  DaemonFlags flags;
+  flags.config_path = path;
+  absl::StatusOr<ControllerConfig> config =
+      ControllerConfigFromFlags(flags, [](ControllerConfig* c) {
+        c->set_listen_address("127.0.0.1:7600");  // as --listen would
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen_address(), "127.0.0.1:7600");  // flag over file
+  EXPECT_EQ(config->down_after_intervals(), 5u);          // file over default
+  EXPECT_EQ(config->state_dir(), "/tmp/from-file");
+  EXPECT_EQ(config->metrics_address(), DefaultControllerConfig().metrics_address());
+}
+
+TEST(ConfigFromFlagsTest, WithoutAFileTheDefaultsAreValidatedToo) {
+  absl::StatusOr<AgentConfig> missing_node = AgentConfigFromFlags(DaemonFlags{}, nullptr);
+  ASSERT_FALSE(missing_node.ok());
+  EXPECT_THAT(missing_node.status().message(), ::testing::HasSubstr("node_name"));
+  absl::StatusOr<AgentConfig> config = AgentConfigFromFlags(DaemonFlags{}, [](AgentConfig* c) {
+    c->set_node_name("gpu-a01");
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(config.ok()) << config.status();
+  AgentConfig expected = DefaultAgentConfig();
+  expected.set_node_name("gpu-a01");
+  EXPECT_EQ(config->SerializeAsString(), expected.SerializeAsString());
+}
+
+TEST(ConfigFromFlagsTest, ABadFlagValueIsRefusedNamingTheField) {
+  absl::StatusOr<ControllerConfig> config =
+      ControllerConfigFromFlags(DaemonFlags{}, [](ControllerConfig* c) {
+        c->set_down_after_intervals(0);  // as --down_after 0 would
+        return absl::OkStatus();
+      });
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), ::testing::HasSubstr("field 'down_after_intervals'"));
+  EXPECT_THAT(config.status().message(), ::testing::HasSubstr("'0'"));
+}
+
+TEST(ConfigFromFlagsTest, AnOverrideErrorNamingTheFlagComesBackUnchanged) {
+  const absl::Status refused = absl::InvalidArgumentError("flag --fault: value 'meltdown' ...");
+  absl::StatusOr<AgentConfig> config =
+      AgentConfigFromFlags(DaemonFlags{}, [&](AgentConfig*) { return refused; });
+  EXPECT_EQ(config.status(), refused);
+}
+
+TEST(ConfigFromFlagsTest, FileErrorsComeFirstAndNameTheFile) {
+  const std::string path = WriteTempFile("bad-agent.yaml", "node_name: a\ninterval_ms: 0\n");
+  DaemonFlags flags;
+  flags.config_path = path;
+  bool overrides_ran = false;
+  absl::StatusOr<AgentConfig> config = AgentConfigFromFlags(flags, [&](AgentConfig*) {
+    overrides_ran = true;
+    return absl::OkStatus();
+  });
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), ::testing::HasSubstr("bad-agent.yaml:2:"));
+  EXPECT_FALSE(overrides_ran);
+  flags.config_path = weft::testing::TempPath("no-such-config.yaml");
+  EXPECT_EQ(AgentConfigFromFlags(flags, nullptr).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ConfigFromFlagsTest, TransportFlagsLandInBothConfigsAndAreValidated) {
+  DaemonFlags flags;
+  flags.insecure = true;
+  auto far_listen = [](ControllerConfig* c) {
+    c->set_listen_address("0.0.0.0:7400");
+    return absl::OkStatus();
+  };
+  absl::StatusOr<ControllerConfig> insecure = ControllerConfigFromFlags(flags, far_listen);
+  ASSERT_TRUE(insecure.ok()) << insecure.status();
+  EXPECT_TRUE(insecure->insecure());
+
+  flags = DaemonFlags{};
+  flags.tls_cert = "/pki/node.crt";
+  flags.tls_key = "/pki/node.key";
+  flags.tls_ca = "/pki/ca.crt";
+  absl::StatusOr<AgentConfig> tls = AgentConfigFromFlags(flags, [](AgentConfig* c) {
+    c->set_node_name("gpu-a01");
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_EQ(tls->tls().cert_file(), "/pki/node.crt");
+  EXPECT_EQ(tls->tls().key_file(), "/pki/node.key");
+  EXPECT_EQ(tls->tls().ca_file(), "/pki/ca.crt");
+
+  flags.tls_ca.reset();  // two of three: refused, naming tls
+  absl::StatusOr<ControllerConfig> partial = ControllerConfigFromFlags(flags, nullptr);
+  ASSERT_FALSE(partial.ok());
+  EXPECT_THAT(partial.status().message(), ::testing::HasSubstr("field 'tls'"));
+}
+
 }  // namespace
 }  // namespace weft

@@ -50,24 +50,21 @@ ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 namespace weft::controller {
 namespace {
 
+// The controller's own flags over the loaded file; the rest of the path (file,
+// --config, --insecure, --tls_*, validation) is shared: common/daemon_config.h.
 absl::StatusOr<weft::v1::ControllerConfig> ConfigFromFlags() {
-  absl::StatusOr<weft::v1::ControllerConfig> config =
-      LoadControllerConfig(absl::GetFlag(FLAGS_config));
-  if (!config.ok()) return config.status();
-  if (auto v = absl::GetFlag(FLAGS_listen)) config->set_listen_address(*v);
-  if (auto v = absl::GetFlag(FLAGS_metrics)) config->set_metrics_address(*v);
-  if (auto v = absl::GetFlag(FLAGS_telemetry_interval_ms)) {
-    config->set_telemetry_interval_ms(*v);
-  }
-  if (auto v = absl::GetFlag(FLAGS_down_after)) config->set_down_after_intervals(*v);
-  if (auto v = absl::GetFlag(FLAGS_state_dir)) config->set_state_dir(*v);
-  if (absl::GetFlag(FLAGS_insecure)) config->set_insecure(true);
-  if (auto v = absl::GetFlag(FLAGS_tls_cert)) config->mutable_tls()->set_cert_file(*v);
-  if (auto v = absl::GetFlag(FLAGS_tls_key)) config->mutable_tls()->set_key_file(*v);
-  if (auto v = absl::GetFlag(FLAGS_tls_ca)) config->mutable_tls()->set_ca_file(*v);
-  if (auto v = absl::GetFlag(FLAGS_tokens_file)) config->set_tokens_file(*v);
-  if (absl::Status valid = ValidateControllerConfig(*config); !valid.ok()) return valid;
-  return config;
+  const DaemonFlags flags{absl::GetFlag(FLAGS_config), absl::GetFlag(FLAGS_insecure),
+                          absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                          absl::GetFlag(FLAGS_tls_ca)};
+  return ControllerConfigFromFlags(flags, [](weft::v1::ControllerConfig* config) {
+    if (auto v = absl::GetFlag(FLAGS_listen)) config->set_listen_address(*v);
+    if (auto v = absl::GetFlag(FLAGS_metrics)) config->set_metrics_address(*v);
+    if (auto v = absl::GetFlag(FLAGS_telemetry_interval_ms)) config->set_telemetry_interval_ms(*v);
+    if (auto v = absl::GetFlag(FLAGS_down_after)) config->set_down_after_intervals(*v);
+    if (auto v = absl::GetFlag(FLAGS_state_dir)) config->set_state_dir(*v);
+    if (auto v = absl::GetFlag(FLAGS_tokens_file)) config->set_tokens_file(*v);
+    return absl::OkStatus();
+  });
 }
 
 int Run() {
