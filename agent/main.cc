@@ -2,9 +2,6 @@
 // it until SIGTERM or SIGINT. Exit status: 0 after a clean stop, 2 on a bad config or
 // flag (nothing started), 1 when something could not start. The object graph is built
 // in agent/agent_daemon.h; `weft-agent inspect` is agent/inspect_command.h.
-#include <pthread.h>
-#include <signal.h>
-
 #include <iostream>
 #include <memory>
 
@@ -17,19 +14,14 @@
 #include "common/log_level.h"
 #include "common/logging.h"
 #include "common/sd_notify.h"
+#include "common/stop_signals.h"
 #include "prometheus/registry.h"
 
 namespace weft::agent {
 namespace {
 
 int Main(int argc, char** argv) {
-  // SIGINT/SIGTERM are blocked in every thread (threads inherit the mask) and taken by
-  // sigwait() below, so no handler runs on a gRPC or civetweb thread.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const StopSignals stop_signals;
 
   AgentCommandLine command_line = ParseAgentCommandLine(argc, argv);
   if (command_line.args.size() == 1 && command_line.args[0] == "inspect") {
@@ -69,9 +61,7 @@ int Main(int argc, char** argv) {
   // Ready means this node's endpoints serve; the controller session follows on its own
   // (with backoff), so a controller that is down does not fail the unit's start.
   notifier.Ready("serving node=" + config->node_name());
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  WEFT_LOG(INFO) << "stopping on signal " << signal_number;
+  WEFT_LOG(INFO) << "stopping on signal " << stop_signals.Wait();
   notifier.Stopping();
   (*daemon)->Stop();
   WEFT_LOG(INFO) << "stopped";

@@ -169,6 +169,15 @@ absl::Status ControllerServer::Start() {
 
   ticker_.Start();
   started_ = true;
+  WEFT_LOG(INFO) << "weft-controller " << kControllerVersion << " serving grpc=" << listen_address_
+                 << " metrics=" << metrics_address()
+                 << " telemetry_interval_ms=" << config_.telemetry_interval_ms()
+                 << " down_after_intervals=" << config_.down_after_intervals()
+                 << " degrade_after_ms=" << config_.health().degrade_after_ms()
+                 << " recover_after_ms=" << config_.health().recover_after_ms()
+                 << " auto_drain=" << (config_.health().auto_drain().enabled() ? "on" : "off")
+                 << " state_dir=" << config_.state_dir()
+                 << " tls=" << (security::TlsEnabled(config_.tls()) ? "mtls" : "off");
   return absl::OkStatus();
 }
 
