@@ -21,6 +21,7 @@ LIBRARIES = {
     "policy": ["common"],
     "topology": ["common"],
     "rdma": ["common"],
+    "sim": ["common"],  # the fabric twin; tests and bench/ use it, harnesses later
     "datapath": ["rdma"],  # libweft: sub-packages transport/, rendezvous/, collectives/
     "agent": ["rdma", "security"],
     "controller": ["placement", "policy", "security", "store", "topology"],
