@@ -1,0 +1,112 @@
+// The DCQCN fluid model against the CoNEXT'16 published points (Fig. 4 time domain,
+// the closed-form fixed point, the convergence bound data), and what it costs:
+// simulated flow-microseconds per wall second. Prints Markdown for docs/benchmarks.md.
+//
+//   bazel run -c opt //bench/sim:dcqcn_fluid_bench -- --packet_bytes=1000
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_format.h"
+#include "sim/dcqcn_fluid.h"
+
+ABSL_FLAG(double, packet_bytes, 1000, "the unit the model counts in (0.125 = bits)");
+ABSL_FLAG(double, pmax, 0.01, "marking probability at Kmax");
+ABSL_FLAG(double, kmax_bytes, 200e3, "Kmax");
+ABSL_FLAG(bool, extend_ramp, true,
+          "continue the marking ramp above Kmax (false: mark every packet there)");
+ABSL_FLAG(double, duration_ms, 200, "simulated time per run");
+ABSL_FLAG(bool, convergence, true, "also run the unfair-start convergence points");
+
+namespace weft::sim {
+namespace {
+
+struct Measured {
+  WindowStats stats;
+  double wall_s = 0;
+  double flow_us = 0;
+};
+
+Measured RunOne(const DcqcnParams& params, std::vector<FlowStart> flows, double duration_us) {
+  const int n = static_cast<int>(flows.size());
+  DcqcnFluidModel model = DcqcnFluidModel::Create(params, std::move(flows)).value();
+  RunOptions options;
+  options.duration_us = duration_us;
+  options.sample_interval_us = 10;
+  const auto start = std::chrono::steady_clock::now();
+  Trace trace = model.Run(options).value();
+  Measured m;
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.flow_us = duration_us * n;
+  m.stats = Summarize(trace, params.capacity_bps, duration_us / 2, duration_us).value();
+  return m;
+}
+
+int Main() {
+  DcqcnParams base;
+  base.packet_bytes = absl::GetFlag(FLAGS_packet_bytes);
+  base.pmax = absl::GetFlag(FLAGS_pmax);
+  base.kmax_bytes = absl::GetFlag(FLAGS_kmax_bytes);
+  base.above_kmax = absl::GetFlag(FLAGS_extend_ramp) ? AboveKmax::kExtendRamp : AboveKmax::kMarkAll;
+  const double duration_us = absl::GetFlag(FLAGS_duration_ms) * 1e3;
+  std::printf(
+      "packet_bytes %g, pmax %g, kmax_bytes %g, above Kmax: %s, %g ms per run, "
+      "window: second half\n\n",
+      base.packet_bytes, base.pmax, base.kmax_bytes,
+      absl::GetFlag(FLAGS_extend_ramp) ? "ramp continued" : "mark all", duration_us / 1e3);
+  std::printf(
+      "| N | τ* (µs) | p* | q* (KB) | q* cube-root (KB) | mean queue (KB) | queue std/mean | Jain "
+      "| "
+      "utilization | flow-µs per wall s |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  double total_flow_us = 0, total_wall_s = 0;
+  for (double delay_us : {4.0, 85.0}) {
+    for (int n : {2, 10, 64}) {
+      DcqcnParams params = base;
+      params.feedback_delay_us = delay_us;
+      const FixedPoint fp = ClosedFormFixedPoint(params, n).value();
+      const Measured m = RunOne(params, UniformFlows(n, params.capacity_bps), duration_us);
+      total_flow_us += m.flow_us;
+      total_wall_s += m.wall_s;
+      std::printf("| %d | %g | %.4g%s | %.1f | %.1f | %.1f | %.3f | %.4f | %.3f | %.3g |\n", n,
+                  delay_us, fp.marking_probability, fp.beyond_ramp ? " (> Pmax)" : "",
+                  fp.queue_bytes / 1e3, fp.approx_queue_bytes / 1e3, m.stats.mean_queue_bytes / 1e3,
+                  m.stats.queue_std_over_mean, m.stats.jain_fairness, m.stats.utilization,
+                  m.flow_us / m.wall_s);
+    }
+  }
+  std::printf("\nall runs: %.3g simulated flow-µs per wall second (1 µs steps)\n",
+              total_flow_us / total_wall_s);
+  if (!absl::GetFlag(FLAGS_convergence)) return 0;
+  // The authors' convergence experiment: one flow at line rate, the others low.
+  std::printf(
+      "\nUnfair start (flow 0 at C, the others at C/100), τ* = 4 µs, 1 s:\n\n"
+      "| N | ±10 %% of C/N (ms) | ±5 %% (ms) | ±20 %% (ms) |\n|---|---|---|---|\n");
+  for (int n : {2, 10}) {
+    DcqcnParams params = base;
+    std::vector<FlowStart> flows = UniformFlows(n, params.capacity_bps / 100);
+    flows[0].initial_rate_bps = params.capacity_bps;
+    DcqcnFluidModel model = DcqcnFluidModel::Create(params, flows).value();
+    RunOptions options;
+    options.duration_us = 1e6;
+    options.sample_interval_us = 10;
+    Trace trace = model.Run(options).value();
+    std::string cells;
+    for (double tolerance : {0.10, 0.05, 0.20}) {
+      absl::StatusOr<double> t = ConvergenceTimeUs(trace, params.capacity_bps, tolerance);
+      cells += t.ok() ? absl::StrFormat(" %.1f |", *t / 1e3) : std::string(" never |");
+    }
+    std::printf("| %d |%s\n", n, cells.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::sim
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return weft::sim::Main();
+}
