@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <queue>
 #include <utility>
 
@@ -40,9 +41,140 @@ absl::StatusOr<LiveModel> LiveModel::Create(Fabric fabric, const DcqcnParams& pa
 
 LiveModel::LiveModel(Fabric fabric, const DcqcnParams& params)
     : fabric_(std::move(fabric)), params_(params) {
-  ports_.resize(fabric_.links().size());
-  link_counters_.resize(fabric_.links().size());
-  flows_on_link_.resize(fabric_.links().size());
+  const int num_links = static_cast<int>(fabric_.links().size());
+  ports_.resize(num_links);
+  link_counters_.resize(num_links);
+  flows_on_link_.resize(num_links);
+  switch_out_links_.resize(fabric_.switches().size());
+  for (int k = 0; k < num_links; ++k) {
+    const Link& link = fabric_.links()[k];
+    if (link.from.kind == Vertex::Kind::kSwitch) switch_out_links_[link.from.id].push_back(k);
+  }
+  ClearFaults();
+}
+
+absl::Status LiveModel::CheckLink(int link) const {
+  const int n = static_cast<int>(fabric_.links().size());
+  if (link >= 0 && link < n) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("link = ", link, " is out of range: accepted [0, ", n - 1, "]"));
+}
+
+absl::Status LiveModel::SetLinkDown(int link, bool down) {
+  if (absl::Status s = CheckLink(link); !s.ok()) return s;
+  link_down_[link] = link_down_[link ^ 1] = down;  // a cable is links 2k and 2k + 1
+  Route();
+  Solve();
+  return absl::OkStatus();
+}
+
+absl::Status LiveModel::SetLinkCapacityScale(int link, double scale) {
+  if (absl::Status s = CheckLink(link); !s.ok()) return s;
+  if (!(scale > 0 && scale <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("link ", link, ": capacity scale = ", scale,
+                                                   " is out of range: accepted (0, 1] (1 clears)"));
+  }
+  capacity_scale_[link] = capacity_scale_[link ^ 1] = scale;
+  Solve();
+  return absl::OkStatus();
+}
+
+absl::Status LiveModel::SetPauseStorm(int nic, double share) {
+  const int n = static_cast<int>(fabric_.nics().size());
+  if (nic < 0 || nic >= n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nic = ", nic, " is out of range: accepted [0, ", n - 1, "]"));
+  }
+  if (!(share >= 0 && share <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("NIC ", nic, ": pause share = ", share,
+                                                   " is out of range: accepted [0, 1] (0 clears)"));
+  }
+  const int downlink = fabric_.nics()[nic].downlink;
+  if (downlink < 0) return absl::NotFoundError(absl::StrCat("NIC ", nic, " is not cabled"));
+  storm_share_[downlink] = share;
+  Solve();
+  return absl::OkStatus();
+}
+
+absl::Status LiveModel::SetNodeDead(int node, bool dead) {
+  const int n = fabric_.num_nodes();
+  if (node < 0 || node >= n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node = ", node, " is out of range: accepted [0, ", n - 1, "]"));
+  }
+  node_dead_[node] = dead;
+  Solve();
+  return absl::OkStatus();
+}
+
+void LiveModel::ClearFaults() {
+  const size_t num_links = fabric_.links().size();
+  const bool had_down = std::find(link_down_.begin(), link_down_.end(), true) != link_down_.end();
+  link_down_.assign(num_links, false);
+  capacity_scale_.assign(num_links, 1);
+  storm_share_.assign(num_links, 0);
+  node_dead_.assign(fabric_.num_nodes(), false);
+  if (had_down) Route();
+  Solve();
+}
+
+absl::StatusOr<std::vector<int>> LiveModel::RouteAroundDownLinks(const FlowSpec& flow) const {
+  // Fabric::EcmpPath's walk over the links that are up (a second copy until fabric.h takes
+  // a set of down links; fabric.h is outside this change).
+  const std::vector<Link>& links = fabric_.links();
+  const Nic& src = fabric_.nics()[flow.src_nic];
+  const Nic& dst = fabric_.nics()[flow.dst_nic];
+  if (link_down_[src.uplink] || link_down_[dst.downlink]) {
+    return absl::NotFoundError("a NIC's link is down");
+  }
+  std::vector<int> dist(fabric_.switches().size(), -1);
+  std::deque<int> queue = {dst.leaf};
+  dist[dst.leaf] = 0;
+  while (!queue.empty()) {
+    const int s = queue.front();
+    queue.pop_front();
+    for (int k : switch_out_links_[s]) {
+      const Vertex& to = links[k].to;
+      if (link_down_[k] || to.kind != Vertex::Kind::kSwitch || dist[to.id] >= 0) continue;
+      dist[to.id] = dist[s] + 1;
+      queue.push_back(to.id);
+    }
+  }
+  int at = src.leaf;
+  if (dist[at] < 0) return absl::NotFoundError("no path left");
+  std::vector<int> path = {src.uplink};
+  std::vector<int> candidates;
+  while (at != dst.leaf) {
+    candidates.clear();
+    for (int k : switch_out_links_[at]) {
+      const Vertex& to = links[k].to;
+      if (!link_down_[k] && to.kind == Vertex::Kind::kSwitch && dist[to.id] == dist[at] - 1) {
+        candidates.push_back(k);
+      }
+    }
+    const uint64_t h = EcmpHash(src.ipv4, dst.ipv4, flow.udp_src_port, at);
+    const int k = candidates[h % candidates.size()];
+    path.push_back(k);
+    at = links[k].to.id;
+  }
+  path.push_back(dst.downlink);
+  return path;
+}
+
+void LiveModel::Route() {
+  const bool any_down = std::find(link_down_.begin(), link_down_.end(), true) != link_down_.end();
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const FlowSpec& f = specs_[i];
+    // SetFlows checked the NICs, so EcmpPath only fails where RouteAroundDownLinks does.
+    absl::StatusOr<std::vector<int>> path =
+        any_down ? RouteAroundDownLinks(f)
+                 : fabric_.EcmpPath({f.src_nic, f.dst_nic, f.udp_src_port});
+    flow_states_[i].path = path.ok() ? *std::move(path) : std::vector<int>();
+  }
+  for (std::vector<int>& on : flows_on_link_) on.clear();
+  for (size_t i = 0; i < flow_states_.size(); ++i) {
+    for (int k : flow_states_[i].path) flows_on_link_[k].push_back(static_cast<int>(i));
+  }
 }
 
 absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
@@ -60,14 +192,10 @@ absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
       return absl::Status(path.status().code(),
                           absl::StrCat("flows[", i, "]: ", path.status().message()));
     }
-    states[i].path = *std::move(path);
   }
   specs_ = std::move(flows);
   flow_states_ = std::move(states);
-  for (std::vector<int>& on : flows_on_link_) on.clear();
-  for (size_t i = 0; i < flow_states_.size(); ++i) {
-    for (int k : flow_states_[i].path) flows_on_link_[k].push_back(static_cast<int>(i));
-  }
+  Route();
   flow_counters_.assign(flow_states_.size(), FlowCounters());
   link_counters_.assign(fabric_.links().size(), LinkCounters());
   time_s_ = 0;
@@ -76,8 +204,57 @@ absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
 }
 
 void LiveModel::Solve() {
+  const std::vector<Link>& links = fabric_.links();
+  capacity_bps_.resize(links.size());
+  for (size_t k = 0; k < links.size(); ++k) {
+    capacity_bps_[k] = link_down_[k] ? 0 : links[k].capacity_bps * capacity_scale_[k];
+  }
   FillRates();
+  ApplyPfc();
   SettlePorts();
+}
+
+void LiveModel::ApplyPfc() {
+  const int num_links = static_cast<int>(capacity_bps_.size());
+  std::vector<double> sigma(num_links, 1);
+  bool throttled = false;
+  for (int k = 0; k < num_links; ++k) {
+    if (storm_share_[k] <= 0) continue;
+    double arrival_bps = 0;
+    for (int f : flows_on_link_[k]) arrival_bps += flow_states_[f].offered_bps;
+    const double served_bps = (1 - storm_share_[k]) * capacity_bps_[k];
+    if (arrival_bps > served_bps) {
+      sigma[k] = served_bps / arrival_bps;
+      throttled = true;
+    }
+  }
+  // Pauses spread upstream: a port passes the least σ of the ports its flows enter next.
+  // Routes are up-down, so this settles within the longest path's length of passes.
+  for (bool changed = throttled; changed;) {
+    changed = false;
+    for (const FlowState& flow : flow_states_) {
+      for (int i = static_cast<int>(flow.path.size()) - 2; i >= 0; --i) {
+        const double next = sigma[flow.path[i + 1]];
+        if (next < sigma[flow.path[i]]) {
+          sigma[flow.path[i]] = next;
+          changed = true;
+        }
+      }
+    }
+  }
+  for (FlowState& flow : flow_states_) {
+    flow.rate_bps = flow.offered_bps * (flow.path.empty() ? 1 : sigma[flow.path[0]]);
+  }
+  pause_share_.assign(num_links, 0);
+  for (int k = 0; k < num_links; ++k) {
+    pause_share_[k] = storm_share_[k];
+    if (sigma[k] < 1 && capacity_bps_[k] > 0) {
+      double throughput_bps = 0;
+      for (int f : flows_on_link_[k]) throughput_bps += flow_states_[f].rate_bps;
+      pause_share_[k] =
+          std::max(pause_share_[k], std::clamp(1 - throughput_bps / capacity_bps_[k], 0.0, 1.0));
+    }
+  }
 }
 
 void LiveModel::FillRates() {
@@ -90,7 +267,7 @@ void LiveModel::FillRates() {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
 
   auto push_link = [&](int k) {
-    const double level = std::max(0.0, links[k].capacity_bps - frozen_bps[k]) / unfrozen[k];
+    const double level = std::max(0.0, capacity_bps_[k] - frozen_bps[k]) / unfrozen[k];
     const bool switch_port = links[k].from.kind == Vertex::Kind::kSwitch;
     heap.push({switch_port ? level * kSwitchPortTieBreak : level, level, k, version[k]});
   };
@@ -98,14 +275,17 @@ void LiveModel::FillRates() {
     unfrozen[k] = static_cast<int>(flows_on_link_[k].size());
     if (unfrozen[k] > 0) push_link(k);
   }
+  const std::vector<Nic>& nics = fabric_.nics();
   for (int f = 0; f < num_flows; ++f) {
-    if (std::isfinite(specs_[f].demand_bps)) {
-      heap.push({specs_[f].demand_bps, specs_[f].demand_bps, -f - 1, 0});
-    }
+    const bool silent = flow_states_[f].path.empty() || node_dead_[nics[specs_[f].src_nic].node] ||
+                        node_dead_[nics[specs_[f].dst_nic].node];
+    const double demand = silent ? 0 : specs_[f].demand_bps;
+    if (std::isfinite(demand)) heap.push({demand, demand, -f - 1, 0});
   }
   double level = 0;
   auto freeze = [&](int f, int bottleneck) {
     frozen[f] = true;
+    flow_states_[f].offered_bps = level;
     flow_states_[f].rate_bps = level;
     flow_states_[f].bottleneck_link = bottleneck;
     for (int k : flow_states_[f].path) {
@@ -153,9 +333,12 @@ void LiveModel::SettlePorts() {
         residual_bps += rate;
       }
     }
-    port.utilization = port.rate_bps / links[k].capacity_bps;
+    const double capacity_bps = capacity_bps_[k];
+    port.utilization = capacity_bps > 0 ? port.rate_bps / capacity_bps : 0;
+    port.pause_rx_share = pause_share_[k];
+    port.pause_tx_share = pause_share_[k ^ 1];
     port.congested = links[k].from.kind == Vertex::Kind::kSwitch && port.bottlenecked_flows > 0 &&
-                     offered_bps > links[k].capacity_bps * kSwitchPortTieBreak;
+                     offered_bps > capacity_bps * kSwitchPortTieBreak;
     if (port.congested) {
       // The fixed point depends on the flows' count and share only; R_AI must fit in it.
       const double capacity = std::max(residual_bps, params_.rate_ai_bps);
@@ -204,10 +387,20 @@ absl::Status LiveModel::Advance(double duration_s) {
     c.marked_packets += flow.marked_packets_per_s * duration_s;
     c.cnps += flow.cnps_per_s * duration_s;
   }
+  const std::vector<Link>& links = fabric_.links();
   for (size_t k = 0; k < ports_.size(); ++k) {
     const PortState& port = ports_[k];
-    if (port.flows == 0) continue;
     LinkCounters& c = link_counters_[k];
+    if (port.pause_rx_share > 0 || port.pause_tx_share > 0) {
+      // One XOFF per refresh: frames ask for kPauseQuanta × 512 bit times at line rate.
+      const double refresh_s =
+          kPauseQuanta * 512.0 / links[k].capacity_bps * kPauseRefreshFraction;
+      c.rx_pause_duration_us += port.pause_rx_share * duration_s * 1e6;
+      c.tx_pause_duration_us += port.pause_tx_share * duration_s * 1e6;
+      c.rx_pause_frames += port.pause_rx_share * duration_s / refresh_s;
+      c.tx_pause_frames += port.pause_tx_share * duration_s / refresh_s;
+    }
+    if (port.flows == 0) continue;
     c.bytes += port.rate_bps / 8 * duration_s;
     c.packets += port.rate_bps / packet_bits * duration_s;
     c.marked_packets += port.marked_packets_per_s * duration_s;

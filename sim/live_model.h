@@ -24,8 +24,51 @@
 // counters as from a NIC. Advance costs O(flows + links); Solve costs
 // O(Σ path lengths · log links) plus one fixed point per distinct (N, residual capacity).
 //
+// Faults, injected and cleared at run time (they persist across SetFlows; counters keep
+// counting): a cable down (both directions at capacity 0; every flow is routed again with
+// the down links left out of each switch's ECMP group and of the hop counts, so flows move
+// to the remaining equal-cost next hops, and a flow with no path left has rate 0), a
+// degraded cable (both directions' capacity scaled), a NIC storming PFC pauses (its receive
+// side pauses its ToR's egress port toward it for a given share of the time) and a dead
+// node (its NICs send and receive nothing: flows from or to it have rate 0).
+//
+// PFC, flow level, priority 3 only (the RoCE class; CNPs on priority 6 are not modelled).
+// Derived from the switch rules in docs fabric-facts §5; no published fluid model has PFC
+// and this one is not yet checked against a packet-level run. Assumptions:
+//  - A port paused for share s of the time serves at most (1 − s)·C.
+//  - Rates are first solved without pauses (max-min, as above), the "offered" rates; PFC
+//    then throttles them. A port whose offered arrival A exceeds (1 − s)·C is backlogged:
+//    a queue fed faster than it drains grows without bound, so the ingress accounting of
+//    the ports feeding it reaches the dynamic Xoff ((buffer − Σ headroom − Σ reserve −
+//    shared in use) >> 3) after Xoff/(A − (1 − s)·C) seconds — microseconds to
+//    milliseconds, well inside a telemetry interval — and from then on the switch pauses
+//    them whenever shared use ≥ Xoff and resumes at Xoff − 3 KB (Xon): the ingress
+//    counters ride at Xoff and the headroom (≈ 3 × rate × link delay) absorbs what is in
+//    flight, so nothing is dropped. The time average is what this model reports, not the
+//    on/off cycles nor the queue.
+//  - The backlogged port serves its flows in proportion to their arrival (FIFO), so every
+//    flow through it is cut to σ = (1 − s)·C / A of its offered rate, and each feeding
+//    port is paused in proportion to its share of the excess: it too passes σ of what it
+//    offers. A paused port holds all of its priority-3 traffic (head-of-line blocking: the
+//    stuck packets sit in the same FIFO as the rest), so every flow through it — also the
+//    victims whose own destination is healthy — is cut by the same σ, and its own feeding
+//    ports are paused in turn, hop by hop up to the senders' NICs. A port's σ is the least
+//    σ of the ports its flows enter next; a flow's rate is its offered rate × σ of its
+//    first port (its NIC's uplink). Up-down routes make the ports a DAG (no PFC deadlock).
+//  - Pause share of a port: a storming NIC's share on its ToR's port toward it; at a port
+//    backlogged by the pauses, 1 − (its throughput)/C (a backlogged port sends at line
+//    rate whenever it is not paused).
+//  - Bandwidth the throttled flows leave is not handed to the others again (DCQCN would,
+//    over tens of ms), and with two storms a flow takes the smaller σ, so the throttling
+//    is conservative then. DCQCN's fixed points are taken on the throttled rates.
+//  - Counters: pause time in µs per direction (as mlx5's {rx,tx}_prio3_pause_duration)
+//    and pause frames (as {rx,tx}_prio3_pause) at one XOFF frame per refresh: a pausing
+//    port sends frames asking for kPauseQuanta quanta of 512 bit times and refreshes at
+//    half that time, kPauseRefreshFraction (an assumption: roce-facts does not state the
+//    refresh; the XON frame ending each episode is not counted).
+//
 // What it is not: the rates are max-min, not what DCQCN gives a flow marked at two
-// congested ports (it gets less); no PFC (pause share 0); a port whose fixed point needs
+// congested ports (it gets less); a port whose fixed point needs
 // p* > Pmax with a mark-all switch (AboveKmax::kMarkAll) has no equilibrium — its queue
 // is reported at Kmax and `settled` is false (the fluid model oscillates there).
 //
@@ -61,8 +104,14 @@ struct FlowSpec {
   double demand_bps = kAsFastAsAllowed;
 };
 
+// PFC frames ask for this many quanta (512 bit times each) and are refreshed after this
+// share of the time they ask for (see the header comment).
+inline constexpr int kPauseQuanta = 0xFFFF;
+inline constexpr double kPauseRefreshFraction = 0.5;
+
 struct FlowState {
-  std::vector<int> path;  // link ids
+  std::vector<int> path;  // link ids; empty when no path is left (links down)
+  double offered_bps = 0;  // the max-min rate before PFC throttles it
   double rate_bps = 0;
   int bottleneck_link = -1;  // where progressive filling froze it (-1: its demand)
   double mark_probability = 0;
@@ -80,6 +129,10 @@ struct PortState {  // a link's egress port (the link's `from` side)
   double queue_bytes = 0;      // time average
   double mark_probability = 0;
   double marked_packets_per_s = 0;
+  // Priority 3 pause shares (0..1) of this port: rx = paused by the peer (this link's
+  // `to` side), tx = pausing the peer (over the reverse link). A NIC's are its uplink's.
+  double pause_rx_share = 0;
+  double pause_tx_share = 0;
 };
 
 struct FlowCounters {
@@ -89,10 +142,15 @@ struct FlowCounters {
   double cnps = 0;
 };
 
-struct LinkCounters {
+struct LinkCounters {  // of the link's egress port, the `from` side
   double bytes = 0;
   double packets = 0;
   double marked_packets = 0;
+  // Priority 3 PFC, as mlx5 names them: {rx,tx}_prio3_pause_duration and _pause.
+  double rx_pause_duration_us = 0;
+  double tx_pause_duration_us = 0;
+  double rx_pause_frames = 0;
+  double tx_pause_frames = 0;
 };
 
 class LiveModel {
@@ -107,6 +165,18 @@ class LiveModel {
   // not positive.
   absl::Status SetFlows(std::vector<FlowSpec> flows);
 
+  // Faults. Each re-routes if needed and solves again; they persist across SetFlows and
+  // leave the counters alone. A link id names its cable: both directions are affected.
+  // Refuse (InvalidArgument) an unknown id or a value out of range, naming both and the
+  // accepted range; the model is unchanged then.
+  absl::Status SetLinkDown(int link, bool down);
+  // capacity × scale for both directions, scale in (0, 1]; 1 clears.
+  absl::Status SetLinkCapacityScale(int link, double scale);
+  // The NIC pauses its ToR's egress port toward it for `share` of the time, [0, 1]; 0 clears.
+  absl::Status SetPauseStorm(int nic, double share);
+  absl::Status SetNodeDead(int node, bool dead);
+  void ClearFaults();
+
   // Adds duration_s of the current time averages to the counters.
   // Fails on a negative or non-finite duration.
   absl::Status Advance(double duration_s);
@@ -116,14 +186,25 @@ class LiveModel {
   const std::vector<PortState>& ports() const { return ports_; }  // by link id
   const std::vector<FlowCounters>& flow_counters() const { return flow_counters_; }
   const std::vector<LinkCounters>& link_counters() const { return link_counters_; }
+  // A NIC's port and PFC counters are its uplink's (rx: paused by its ToR; tx: pausing it).
+  // `nic` must be valid.
+  const PortState& nic_port(int nic) const { return ports_[fabric_.nics()[nic].uplink]; }
+  const LinkCounters& nic_counters(int nic) const {
+    return link_counters_[fabric_.nics()[nic].uplink];
+  }
   double time_s() const { return time_s_; }
   // Fixed points computed by the last Solve (distinct (N, capacity) pairs).
   int fixed_points_computed() const { return fixed_points_computed_; }
 
  private:
   LiveModel(Fabric fabric, const DcqcnParams& params);
+  absl::Status CheckLink(int link) const;
+  void Route();
+  // The ECMP path with down links left out; NotFound when none is left.
+  absl::StatusOr<std::vector<int>> RouteAroundDownLinks(const FlowSpec& flow) const;
   void Solve();
   void FillRates();
+  void ApplyPfc();
   void SettlePorts();
 
   Fabric fabric_;
@@ -133,6 +214,14 @@ class LiveModel {
   std::vector<PortState> ports_;
   std::vector<std::vector<int>> flows_on_link_;
   std::vector<FlowCounters> flow_counters_;
+  // Faults, per directed link / NIC / node.
+  std::vector<bool> link_down_;
+  std::vector<double> capacity_scale_;
+  std::vector<double> storm_share_;  // per link: the share its `to` NIC pauses it
+  std::vector<bool> node_dead_;
+  std::vector<double> capacity_bps_;  // after faults
+  std::vector<double> pause_share_;   // per link: rx pause share of its egress port
+  std::vector<std::vector<int>> switch_out_links_;  // ascending link id
   std::vector<LinkCounters> link_counters_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;

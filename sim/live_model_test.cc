@@ -20,6 +20,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 
 namespace weft::sim {
 namespace {
@@ -265,6 +266,148 @@ TEST(LiveModelTest, RefusesBadInput) {
               AllOf(HasSubstr("flows[0].demand_bps = 0"), HasSubstr("(0, inf]")));
   EXPECT_THAT(model.SetFlows({{1, 0, 1, std::nan("")}}).message(), HasSubstr("demand_bps = nan"));
   EXPECT_THAT(model.Advance(-1).message(), HasSubstr("duration_s = -1"));
+}
+
+// Faults and PFC. Racks of 2 single-NIC nodes at 100 Gb/s (NICs 2r and 2r + 1 in rack r),
+// one ToR uplink per rack of 200 Gb/s to one spine unless `uplinks` says otherwise.
+LeafSpineOptions FaultRacks(int racks, int uplinks) {
+  LeafSpineOptions o;
+  o.racks = racks;
+  o.nodes_per_rack = 2;
+  o.nic_bps = 100e9;
+  o.uplinks_per_tor = uplinks;
+  o.spines = uplinks;
+  return o;
+}
+
+LiveModel MakeFaultModel(const LeafSpineOptions& options, std::vector<FlowSpec> flows) {
+  return MakeModel(options, DcqcnParams(), std::move(flows));
+}
+
+std::vector<double> Rates(const LiveModel& model) {
+  std::vector<double> rates;
+  for (const FlowState& f : model.flows()) rates.push_back(f.rate_bps);
+  return rates;
+}
+
+TEST(LiveModelPfcTest, PauseStormSpreadsUpstreamToVictimsSharingAPortAndClearsExactly) {
+  // A: rack 1 → NIC 0 (storming); B, the victim: rack 1 → NIC 1 (healthy), sharing rack 1's
+  // ToR uplink and the spine's port toward rack 0 with A; C: rack 2 → rack 3.
+  LiveModel model = MakeFaultModel(FaultRacks(4, 1), {{2, 0, 1}, {3, 1, 2}, {4, 6, 3}});
+  const std::vector<double> before = Rates(model);
+  ASSERT_THAT(before, ::testing::Each(::testing::DoubleNear(100e9, 1)));
+
+  ASSERT_TRUE(model.SetPauseStorm(0, 0.9).ok());
+  const Fabric& fabric = model.fabric();
+  EXPECT_NEAR(model.nic_port(0).pause_tx_share, 0.9, 1e-12);
+  EXPECT_NEAR(model.ports()[fabric.nics()[0].downlink].pause_rx_share, 0.9, 1e-12);
+  EXPECT_LE(model.flows()[0].rate_bps, 0.1 * 100e9 * (1 + 1e-12));
+  EXPECT_EQ(model.flows()[0].offered_bps, before[0]);
+  // The victim is held back by the same pauses (head-of-line blocking), 10 of its 100 Gb/s.
+  EXPECT_NEAR(model.flows()[1].rate_bps, 10e9, 1e3);
+  EXPECT_NEAR(model.nic_port(3).pause_rx_share, 0.9, 1e-9);
+  EXPECT_GT(model.nic_port(2).pause_rx_share, 0);
+  const int victims_spine_port = model.flows()[1].path[1];  // rack 1's ToR → spine
+  EXPECT_GT(model.ports()[victims_spine_port].pause_rx_share, 0);
+  EXPECT_EQ(model.nic_port(1).pause_tx_share, 0);  // the healthy NIC pauses nobody
+  // Another rack's flow is untouched.
+  EXPECT_EQ(model.flows()[2].rate_bps, before[2]);
+  EXPECT_EQ(model.nic_port(4).pause_rx_share, 0);
+  EXPECT_EQ(model.nic_port(4).pause_tx_share, 0);
+
+  ASSERT_TRUE(model.Advance(2.0).ok());
+  // 0.9 of 2 s = 1.8e6 µs; one frame per half of 65535 × 512 bit times at 100 Gb/s.
+  const double refresh_s = 0xFFFF * 512.0 / 100e9 / 2;
+  EXPECT_NEAR(model.nic_counters(0).tx_pause_duration_us, 1.8e6, 1e-3);
+  EXPECT_NEAR(model.nic_counters(0).tx_pause_frames, 1.8 / refresh_s, 1e-6);
+  EXPECT_EQ(model.nic_counters(0).rx_pause_duration_us, 0);
+  EXPECT_NEAR(model.nic_counters(3).rx_pause_duration_us, 1.8e6, 1);
+  EXPECT_EQ(model.nic_counters(4).rx_pause_duration_us, 0);
+  EXPECT_NEAR(model.flow_counters()[1].bytes, 10e9 / 8 * 2, 1e3);
+
+  ASSERT_TRUE(model.SetPauseStorm(0, 0).ok());
+  EXPECT_EQ(Rates(model), before);
+  for (const PortState& port : model.ports()) {
+    EXPECT_EQ(port.pause_rx_share, 0);
+    EXPECT_EQ(port.pause_tx_share, 0);
+  }
+  ASSERT_TRUE(model.SetPauseStorm(0, 0.9).ok());
+  model.ClearFaults();
+  EXPECT_EQ(Rates(model), before);
+}
+
+TEST(LiveModelPfcTest, AStormThatTheArrivalFitsPausesNobodyUpstream) {
+  // 5 Gb/s toward a NIC that pauses 90 % of the time fits in its 10 Gb/s: no backlog, no Xoff.
+  LiveModel model = MakeFaultModel(FaultRacks(2, 1), {{2, 0, 1, 5e9}, {3, 1, 2}});
+  ASSERT_TRUE(model.SetPauseStorm(0, 0.9).ok());
+  EXPECT_EQ(model.flows()[0].rate_bps, 5e9);
+  EXPECT_EQ(model.flows()[1].rate_bps, 100e9);
+  EXPECT_NEAR(model.nic_port(0).pause_tx_share, 0.9, 1e-12);
+  EXPECT_EQ(model.nic_port(2).pause_rx_share, 0);
+  EXPECT_EQ(model.nic_port(3).pause_rx_share, 0);
+}
+
+TEST(LiveModelFaultTest, LinkDownReroutesOverTheOtherEcmpNextHopAndClears) {
+  LiveModel model = MakeFaultModel(FaultRacks(2, 2), {{0, 2, 1}});  // 2 uplinks of 100 Gb/s
+  const std::vector<int> before = model.flows()[0].path;
+  ASSERT_EQ(before.size(), 4u);
+  ASSERT_TRUE(model.SetLinkDown(before[1], true).ok());
+  const std::vector<int>& after = model.flows()[0].path;
+  ASSERT_EQ(after.size(), 4u);
+  EXPECT_NE(after[1], before[1]);
+  const Link& moved = model.fabric().links()[after[1]];
+  EXPECT_EQ(moved.from, model.fabric().links()[before[1]].from);  // tor0's other uplink
+  EXPECT_EQ(model.flows()[0].rate_bps, 100e9);
+  EXPECT_EQ(model.ports()[before[1]].flows, 0);
+  ASSERT_TRUE(model.SetLinkDown(after[1], true).ok());  // both uplinks down: no path
+  EXPECT_TRUE(model.flows()[0].path.empty());
+  EXPECT_EQ(model.flows()[0].rate_bps, 0);
+  model.ClearFaults();
+  EXPECT_EQ(model.flows()[0].path, before);
+  EXPECT_EQ(model.flows()[0].rate_bps, 100e9);
+  // A NIC's own link down: nothing to re-route over.
+  ASSERT_TRUE(model.SetLinkDown(model.fabric().nics()[0].uplink, true).ok());
+  EXPECT_EQ(model.flows()[0].rate_bps, 0);
+}
+
+TEST(LiveModelFaultTest, DegradedLinkAndDeadNode) {
+  LiveModel model = MakeFaultModel(FaultRacks(2, 2), {{0, 2, 1}, {1, 3, 2}, {3, 2, 3}});
+  const std::vector<double> before = Rates(model);
+  const int uplink = model.flows()[0].path[1];
+  ASSERT_TRUE(model.SetLinkCapacityScale(uplink, 0.25).ok());
+  double on_uplink = 0;
+  for (int f : {0, 1}) {
+    if (model.flows()[f].path[1] == uplink) on_uplink += model.flows()[f].rate_bps;
+  }
+  EXPECT_NEAR(on_uplink, 25e9, 1);
+  ASSERT_TRUE(model.SetLinkCapacityScale(uplink, 1).ok());
+  EXPECT_EQ(Rates(model), before);
+  // Node 3 (NIC 3) dies: flows from or to it stop; NIC 2's port then serves flow 2 alone.
+  ASSERT_TRUE(model.SetNodeDead(model.fabric().nics()[3].node, true).ok());
+  EXPECT_EQ(model.flows()[1].rate_bps, 0);
+  EXPECT_EQ(model.flows()[2].rate_bps, 0);
+  EXPECT_EQ(model.flows()[0].rate_bps, 100e9);
+  ASSERT_TRUE(model.SetNodeDead(model.fabric().nics()[3].node, false).ok());
+  EXPECT_EQ(Rates(model), before);
+}
+
+TEST(LiveModelFaultTest, RefusesUnknownIdsAndValuesNamingTheRange) {
+  LiveModel model = MakeFaultModel(FaultRacks(2, 1), {{0, 2, 1}});
+  const int links = static_cast<int>(model.fabric().links().size());
+  const std::vector<double> before = Rates(model);
+  EXPECT_THAT(model.SetLinkDown(links, true).message(),
+              AllOf(HasSubstr(absl::StrCat("link = ", links)),
+                    HasSubstr(absl::StrCat("[0, ", links - 1, "]"))));
+  EXPECT_THAT(model.SetLinkCapacityScale(-1, 0.5).message(), HasSubstr("link = -1"));
+  EXPECT_THAT(model.SetLinkCapacityScale(0, 0).message(),
+              AllOf(HasSubstr("link 0"), HasSubstr("scale = 0"), HasSubstr("(0, 1]")));
+  EXPECT_THAT(model.SetPauseStorm(4, 0.5).message(),
+              AllOf(HasSubstr("nic = 4"), HasSubstr("[0, 3]")));
+  EXPECT_THAT(model.SetPauseStorm(0, 1.5).message(),
+              AllOf(HasSubstr("NIC 0"), HasSubstr("share = 1.5"), HasSubstr("[0, 1]")));
+  EXPECT_THAT(model.SetNodeDead(7, true).message(),
+              AllOf(HasSubstr("node = 7"), HasSubstr("[0, 3]")));
+  EXPECT_EQ(Rates(model), before);
 }
 
 }  // namespace
