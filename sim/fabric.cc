@@ -114,9 +114,13 @@ int Fabric::AddCable(Vertex a, Vertex b, double capacity_bps, double propagation
 
 const std::vector<int>& Fabric::DistancesTo(int dst_switch) {
   std::vector<int>& dist = distance_cache_[dst_switch];
-  if (!dist.empty()) return dist;
+  if (dist.empty()) dist = Distances(dst_switch, nullptr);
+  return dist;
+}
+
+std::vector<int> Fabric::Distances(int dst_switch, const std::vector<bool>* link_down) const {
   // Cables are symmetric, so hops to dst equal hops from dst.
-  dist.assign(switches_.size(), -1);
+  std::vector<int> dist(switches_.size(), -1);
   std::deque<int> queue = {dst_switch};
   dist[dst_switch] = 0;
   while (!queue.empty()) {
@@ -125,6 +129,7 @@ const std::vector<int>& Fabric::DistancesTo(int dst_switch) {
     for (int k : switch_out_links_[s]) {
       const Vertex& to = links_[k].to;
       if (to.kind != Vertex::Kind::kSwitch || dist[to.id] >= 0) continue;
+      if (link_down != nullptr && (*link_down)[k]) continue;
       dist[to.id] = dist[s] + 1;
       queue.push_back(to.id);
     }
@@ -133,6 +138,16 @@ const std::vector<int>& Fabric::DistancesTo(int dst_switch) {
 }
 
 absl::StatusOr<std::vector<int>> Fabric::EcmpPath(const FlowTuple& flow) {
+  return Walk(flow, nullptr);
+}
+
+absl::StatusOr<std::vector<int>> Fabric::EcmpPath(const FlowTuple& flow,
+                                                  const std::vector<bool>& link_down) {
+  return Walk(flow, &link_down);
+}
+
+absl::StatusOr<std::vector<int>> Fabric::Walk(const FlowTuple& flow,
+                                              const std::vector<bool>* link_down) {
   const int n = static_cast<int>(nics_.size());
   for (const auto& [name, nic] : {std::pair{"src_nic", flow.src_nic}, {"dst_nic", flow.dst_nic}}) {
     if (nic < 0 || nic >= n) {
@@ -150,7 +165,14 @@ absl::StatusOr<std::vector<int>> Fabric::EcmpPath(const FlowTuple& flow) {
     return absl::NotFoundError(absl::StrCat("NIC ", src.uplink < 0 ? flow.src_nic : flow.dst_nic,
                                             " is not cabled"));
   }
-  const std::vector<int>& dist = DistancesTo(dst.leaf);
+  auto down = [link_down](int k) { return link_down != nullptr && (*link_down)[k]; };
+  if (down(src.uplink) || down(dst.downlink)) {
+    return absl::NotFoundError(absl::StrCat("NIC ", down(src.uplink) ? flow.src_nic : flow.dst_nic,
+                                            "'s link is down"));
+  }
+  std::vector<int> uncached;
+  if (link_down != nullptr) uncached = Distances(dst.leaf, link_down);
+  const std::vector<int>& dist = link_down != nullptr ? uncached : DistancesTo(dst.leaf);
   std::vector<int> path = {src.uplink};
   int at = src.leaf;
   if (dist[at] < 0) {
@@ -162,7 +184,9 @@ absl::StatusOr<std::vector<int>> Fabric::EcmpPath(const FlowTuple& flow) {
     candidates.clear();
     for (int k : switch_out_links_[at]) {
       const Vertex& to = links_[k].to;
-      if (to.kind == Vertex::Kind::kSwitch && dist[to.id] == dist[at] - 1) candidates.push_back(k);
+      if (to.kind == Vertex::Kind::kSwitch && !down(k) && dist[to.id] == dist[at] - 1) {
+        candidates.push_back(k);
+      }
     }
     const uint64_t h = EcmpHash(src.ipv4, dst.ipv4, flow.udp_src_port, at);
     const int k = candidates[h % candidates.size()];

@@ -101,6 +101,11 @@ class Fabric {
   // that lower the hop count to the destination. Fails (InvalidArgument) on an unknown
   // NIC or a flow to itself, NotFound if the destination cannot be reached.
   absl::StatusOr<std::vector<int>> EcmpPath(const FlowTuple& flow);
+  // The same walk over the links that are up (`link_down`, one entry per link): ECMP
+  // picks among the next hops left, by hop counts over the links left (not cached).
+  // NotFound when the flow's own NIC link is down or no path is left.
+  absl::StatusOr<std::vector<int>> EcmpPath(const FlowTuple& flow,
+                                            const std::vector<bool>& link_down);
 
   // Sum of propagation delays along `path`.
   double PathDelaySeconds(const std::vector<int>& path) const;
@@ -115,6 +120,10 @@ class Fabric {
  private:
   // Hop counts from every switch to switch `dst`, over switch-to-switch links (cached).
   const std::vector<int>& DistancesTo(int dst_switch);
+  // The same over the links not in `link_down` (nullptr: every link).
+  std::vector<int> Distances(int dst_switch, const std::vector<bool>* link_down) const;
+  // EcmpPath over the links not in `link_down` (nullptr: every link is up).
+  absl::StatusOr<std::vector<int>> Walk(const FlowTuple& flow, const std::vector<bool>* link_down);
 
   int num_nodes_ = 0;
   std::vector<Nic> nics_;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <queue>
 #include <utility>
 
@@ -45,11 +44,6 @@ LiveModel::LiveModel(Fabric fabric, const DcqcnParams& params)
   ports_.resize(num_links);
   link_counters_.resize(num_links);
   flows_on_link_.resize(num_links);
-  switch_out_links_.resize(fabric_.switches().size());
-  for (int k = 0; k < num_links; ++k) {
-    const Link& link = fabric_.links()[k];
-    if (link.from.kind == Vertex::Kind::kSwitch) switch_out_links_[link.from.id].push_back(k);
-  }
   ClearFaults();
 }
 
@@ -118,57 +112,14 @@ void LiveModel::ClearFaults() {
   Solve();
 }
 
-absl::StatusOr<std::vector<int>> LiveModel::RouteAroundDownLinks(const FlowSpec& flow) const {
-  // Fabric::EcmpPath's walk over the links that are up (a second copy until fabric.h takes
-  // a set of down links; fabric.h is outside this change).
-  const std::vector<Link>& links = fabric_.links();
-  const Nic& src = fabric_.nics()[flow.src_nic];
-  const Nic& dst = fabric_.nics()[flow.dst_nic];
-  if (link_down_[src.uplink] || link_down_[dst.downlink]) {
-    return absl::NotFoundError("a NIC's link is down");
-  }
-  std::vector<int> dist(fabric_.switches().size(), -1);
-  std::deque<int> queue = {dst.leaf};
-  dist[dst.leaf] = 0;
-  while (!queue.empty()) {
-    const int s = queue.front();
-    queue.pop_front();
-    for (int k : switch_out_links_[s]) {
-      const Vertex& to = links[k].to;
-      if (link_down_[k] || to.kind != Vertex::Kind::kSwitch || dist[to.id] >= 0) continue;
-      dist[to.id] = dist[s] + 1;
-      queue.push_back(to.id);
-    }
-  }
-  int at = src.leaf;
-  if (dist[at] < 0) return absl::NotFoundError("no path left");
-  std::vector<int> path = {src.uplink};
-  std::vector<int> candidates;
-  while (at != dst.leaf) {
-    candidates.clear();
-    for (int k : switch_out_links_[at]) {
-      const Vertex& to = links[k].to;
-      if (!link_down_[k] && to.kind == Vertex::Kind::kSwitch && dist[to.id] == dist[at] - 1) {
-        candidates.push_back(k);
-      }
-    }
-    const uint64_t h = EcmpHash(src.ipv4, dst.ipv4, flow.udp_src_port, at);
-    const int k = candidates[h % candidates.size()];
-    path.push_back(k);
-    at = links[k].to.id;
-  }
-  path.push_back(dst.downlink);
-  return path;
-}
-
 void LiveModel::Route() {
   const bool any_down = std::find(link_down_.begin(), link_down_.end(), true) != link_down_.end();
   for (size_t i = 0; i < specs_.size(); ++i) {
     const FlowSpec& f = specs_[i];
-    // SetFlows checked the NICs, so EcmpPath only fails where RouteAroundDownLinks does.
+    // SetFlows checked the NICs, so a path fails only when down links leave none.
+    const FlowTuple tuple{f.src_nic, f.dst_nic, f.udp_src_port};
     absl::StatusOr<std::vector<int>> path =
-        any_down ? RouteAroundDownLinks(f)
-                 : fabric_.EcmpPath({f.src_nic, f.dst_nic, f.udp_src_port});
+        any_down ? fabric_.EcmpPath(tuple, link_down_) : fabric_.EcmpPath(tuple);
     flow_states_[i].path = path.ok() ? *std::move(path) : std::vector<int>();
   }
   for (std::vector<int>& on : flows_on_link_) on.clear();

@@ -200,8 +200,6 @@ class LiveModel {
   LiveModel(Fabric fabric, const DcqcnParams& params);
   absl::Status CheckLink(int link) const;
   void Route();
-  // The ECMP path with down links left out; NotFound when none is left.
-  absl::StatusOr<std::vector<int>> RouteAroundDownLinks(const FlowSpec& flow) const;
   void Solve();
   void FillRates();
   void ApplyPfc();
@@ -221,7 +219,6 @@ class LiveModel {
   std::vector<bool> node_dead_;
   std::vector<double> capacity_bps_;  // after faults
   std::vector<double> pause_share_;   // per link: rx pause share of its egress port
-  std::vector<std::vector<int>> switch_out_links_;  // ascending link id
   std::vector<LinkCounters> link_counters_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
