@@ -21,7 +21,8 @@ LIBRARIES = {
     "policy": ["common"],
     "topology": ["common"],
     "rdma": ["common"],
-    "sim": ["common"],  # the fabric twin; tests and bench/ use it, harnesses later
+    "sim": ["common"],  # the fabric twin's models: pure logic
+    "fabric": ["sim", "security"],  # weft-fabric, the twin's daemon
     "datapath": ["rdma"],  # libweft: sub-packages transport/, rendezvous/, collectives/
     "agent": ["rdma", "security"],
     "controller": ["placement", "policy", "security", "store", "topology"],
