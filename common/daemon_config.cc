@@ -132,6 +132,8 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_metrics_address("127.0.0.1:7411");
   config.set_health_address("127.0.0.1:7410");
   config.mutable_linux()->set_root("/");
+  // weft-fabric's default listen address (DefaultFabricConfig).
+  config.mutable_fabric()->set_address("127.0.0.1:7300");
   config.set_lldp("auto");
   config.set_tunables_dry_run(false);
   config.set_drift_check_interval_ms(60000);

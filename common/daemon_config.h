@@ -32,8 +32,8 @@ weft::v1::ControllerConfig DefaultControllerConfig();
 
 // controller 127.0.0.1:7400, metrics 127.0.0.1:7411, health 127.0.0.1:7410, 1000 ms,
 // backend "simulated" with 8 NICs at 400 Gb/s, 8 GPUs, traffic 0.6, backoff 200 ms..10 s,
-// lldp "auto"; no TLS (plaintext, accepted only to a loopback controller_address or
-// with insecure: true).
+// lldp "auto", fabric twin at 127.0.0.1:7300 (backend "fabric" only); no TLS (plaintext,
+// accepted only to a loopback controller_address or with insecure: true).
 // node_name has no default (required).
 weft::v1::AgentConfig DefaultAgentConfig();
 
