@@ -116,6 +116,13 @@ struct TwinNicReading {
   std::map<std::string, uint64_t> ethtool;
 };
 
+// What a 32-bit mlx5 Q-counter reads after `count` events: count modulo 2^32.
+uint64_t WrapQCounter(double count);
+
+// The share of a go-back-N sender's packets that carry new data at packet loss `loss`
+// with `window_packets` in flight (at least 1): (1 − p)/(1 + p·(W − 1)).
+double GoBackNGoodputShare(double loss, double window_packets);
+
 enum class TwinFaultKind {
   kLinkDown,       // cable
   kGrayLoss,       // cable, value = drop rate in (0, 1)
