@@ -8,9 +8,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "common/status_macros.h"
 #include "common/tunable_ranges.h"
 #include "sim/cc_params.h"
@@ -18,6 +19,7 @@
 namespace weft::sim {
 namespace {
 
+using ::google::protobuf::util::MessageDifferencer;
 using weft::v1::NodeQos;
 using CcParams = weft::v1::DcqcnParams;
 
@@ -902,8 +904,12 @@ absl::Status Twin::SetNicTunables(int nic, const weft::v1::NodeQos& qos,
         who, ": ", FormatParameterError(errors.front()),
         errors.size() > 1 ? absl::StrCat(" (and ", errors.size() - 1, " more)") : ""));
   }
+  NicState& current = s.nics[nic];
+  const bool same_qos = MessageDifferencer::Equals(next.qos, current.qos);
+  if (same_qos && MessageDifferencer::Equals(next.cc, current.cc)) return absl::OkStatus();
   const std::string key = ScalarKey(next.cc);
-  if (key != ScalarKey(s.nics[nic].cc)) {  // unchanged scalars keep what the NIC runs
+  const bool new_params = key != ScalarKey(current.cc);  // unchanged: keep what it runs
+  if (new_params) {
     absl::StatusOr<MappedCcParams> mapped = MapCcParams(next.cc, s.Side(nic));
     if (!mapped.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(who, ": ", mapped.status().message()));
@@ -911,9 +917,16 @@ absl::Status Twin::SetNicTunables(int nic, const weft::v1::NodeQos& qos,
     next.model_params = mapped->params;
     next.cc_key = key;
   }
-  s.nics[nic] = std::move(next);
-  s.PushNicParams();
-  s.flows_dirty = true;  // the flows' classes (PFC, reaction and notification points)
+  const bool same_classes =
+      same_qos && PriorityMask(next.cc.rp_enabled_priorities()) ==
+                      PriorityMask(current.cc.rp_enabled_priorities()) &&
+      PriorityMask(next.cc.np_enabled_priorities()) ==
+          PriorityMask(current.cc.np_enabled_priorities());
+  current = std::move(next);
+  if (new_params) s.PushNicParams();
+  // PFC, reaction and notification points decide the flows' classes.
+  s.flows_dirty |= !same_classes;
+  s.rates_dirty = true;
   return s.Refresh();
 }
 
