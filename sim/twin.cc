@@ -971,11 +971,13 @@ absl::StatusOr<TwinNicReading> Twin::ReadNic(int nic) const {
       {"out_of_buffer", 0},
   };
   for (uint32_t p : n.qos.pfc_priorities()) {
-    const std::array<double, kNumPauseCounters>& t = n.pause_totals[p];
-    r.ethtool[absl::StrCat("rx_prio", p, "_pause")] = static_cast<uint64_t>(t[0]);
-    r.ethtool[absl::StrCat("tx_prio", p, "_pause")] = static_cast<uint64_t>(t[1]);
-    r.ethtool[absl::StrCat("rx_prio", p, "_pause_duration")] = static_cast<uint64_t>(t[2]);
-    r.ethtool[absl::StrCat("tx_prio", p, "_pause_duration")] = static_cast<uint64_t>(t[3]);
+    auto pause = [&](Counter c) {
+      return static_cast<uint64_t>(n.pause_totals[p][c - kFirstPauseCounter]);
+    };
+    r.ethtool[absl::StrCat("rx_prio", p, "_pause")] = pause(kRxPauseFrames);
+    r.ethtool[absl::StrCat("tx_prio", p, "_pause")] = pause(kTxPauseFrames);
+    r.ethtool[absl::StrCat("rx_prio", p, "_pause_duration")] = pause(kRxPauseUs);
+    r.ethtool[absl::StrCat("tx_prio", p, "_pause_duration")] = pause(kTxPauseUs);
   }
   return r;
 }

@@ -79,7 +79,7 @@
 //   ASSIGN_OR_RETURN(Twin twin, Twin::Create(std::move(topology), DcqcnParams()));
 //   RETURN_IF_ERROR(twin.StartJob(job));
 //   RETURN_IF_ERROR(twin.Advance(1.0));
-//   ASSIGN_OR_RETURN(TwinNicReading nic, twin.ReadNic(0, 0));
+//   ASSIGN_OR_RETURN(TwinNicReading nic, twin.ReadNic(/*nic=*/0));
 #ifndef WEFT_SIM_TWIN_H_
 #define WEFT_SIM_TWIN_H_
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -302,6 +303,47 @@ TEST(TwinCounterTest, IncastMarksAndCnpsCountAtTheRightEnds) {
   }
   EXPECT_NEAR(cnps_handled, cnps_sent, 8);  // every CNP sent is handled by a sender
   EXPECT_EQ(Hw(twin, 2, "np_cnp_sent"), 0u);
+}
+
+TEST(TwinCounterTest, CountersNeverGoBackAcrossSolvesFaultsTunablesAndJobs) {
+  Twin twin = SmallTwin();
+  std::vector<TwinNicReading> last;
+  for (int nic = 0; nic < 8; ++nic) last.push_back(twin.ReadNic(nic).value());
+  auto check = [&](const std::string& step) {
+    SCOPED_TRACE(step);
+    for (int nic = 0; nic < 8; ++nic) {
+      const TwinNicReading now = twin.ReadNic(nic).value();
+      using Group = std::map<std::string, uint64_t> TwinNicReading::*;
+      for (Group group : {&TwinNicReading::port_counters, &TwinNicReading::hw_counters,
+                          &TwinNicReading::ethtool}) {
+        for (const auto& [name, value] : now.*group) {
+          auto before = (last[nic].*group).find(name);
+          if (before == (last[nic].*group).end()) continue;
+          EXPECT_GE(value, before->second) << name;
+        }
+      }
+      last[nic] = now;
+    }
+  };
+  ASSERT_TRUE(twin.StartJob(CongestingJob()).ok());
+  ASSERT_TRUE(twin.Advance(0.5).ok());
+  check("job");
+  const int storm =
+      twin.InjectFault({.kind = TwinFaultKind::kPfcStorm, .nic = 0, .value = 0.9}).value().id;
+  ASSERT_TRUE(twin.Advance(0.5).ok());
+  check("storm");
+  ASSERT_TRUE(twin.StartJob(RingJob("b", {2, 6})).ok());
+  ASSERT_TRUE(twin.ClearFault(storm).ok());
+  ASSERT_TRUE(twin.Advance(0.7).ok());
+  check("second job, storm cleared");
+  weft::v1::DcqcnParams cc;
+  cc.set_rp_ai_rate(20);
+  ASSERT_TRUE(twin.SetNicTunables(1, {}, cc).ok());
+  ASSERT_TRUE(twin.StopJob("ring").ok());
+  ASSERT_TRUE(twin.Advance(0.3).ok());
+  check("tunables, job stopped");
+  EXPECT_GT(last[4].port_counters.at("port_rcv_data"), 0u);
+  EXPECT_GT(last[0].ethtool.at("tx_prio3_pause_duration"), 0u);
 }
 
 TEST(TwinCounterTest, QCountersWrapAt32Bits) {
