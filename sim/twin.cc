@@ -246,6 +246,8 @@ double GoBackNGoodputShare(double loss, double window_packets) {
 
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
 struct NicState {
   NodeQos qos;
   CcParams cc;
@@ -292,6 +294,8 @@ struct FaultState {
   TwinFault fault;
   int64_t next_edge = 1;  // flapping: edge k at injected_at_s + k · period/2 (even: down)
 };
+
+}  // namespace
 
 struct Twin::State {
   TwinTopology topology;
