@@ -264,64 +264,131 @@ void LiveModel::FillRates() {
   }
 }
 
+const DcqcnParams& LiveModel::SenderParams(int flow) const {
+  if (nic_param_sets_.empty()) return params_;
+  return nic_param_sets_[nic_param_set_[specs_[flow].src_nic]];
+}
+
+absl::Status LiveModel::SetNicParams(std::vector<DcqcnParams> param_sets,
+                                     std::vector<int> set_of_nic) {
+  const int num_nics = static_cast<int>(fabric_.nics().size());
+  const int num_sets = static_cast<int>(param_sets.size());
+  if (!set_of_nic.empty() && static_cast<int>(set_of_nic.size()) != num_nics) {
+    return absl::InvalidArgumentError(absl::StrCat("set_of_nic has ", set_of_nic.size(),
+                                                   " entries: accepted 0 or one per NIC (",
+                                                   num_nics, ")"));
+  }
+  for (int i = 0; i < static_cast<int>(set_of_nic.size()); ++i) {
+    if (set_of_nic[i] < 0 || set_of_nic[i] >= num_sets) {
+      return absl::InvalidArgumentError(absl::StrCat("set_of_nic[", i, "] = ", set_of_nic[i],
+                                                     " is out of range: accepted [0, ",
+                                                     num_sets - 1, "]"));
+    }
+  }
+  for (int k = 0; k < num_sets; ++k) {
+    DcqcnParams& set = param_sets[k];
+    // The switch's ramp is the switch's, whatever the NIC runs.
+    set.kmin_bytes = params_.kmin_bytes;
+    set.kmax_bytes = params_.kmax_bytes;
+    set.pmax = params_.pmax;
+    set.above_kmax = params_.above_kmax;
+    DcqcnParams checked = set;
+    checked.capacity_bps = std::max(1e9, set.rate_ai_bps);
+    if (absl::Status s = ValidateParams(checked); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("param_sets[", k, "]: ", s.message()));
+    }
+  }
+  if (set_of_nic.empty()) param_sets.clear();
+  nic_param_sets_ = std::move(param_sets);
+  nic_param_set_ = std::move(set_of_nic);
+  Solve();
+  return absl::OkStatus();
+}
+
 void LiveModel::SettlePorts() {
   const std::vector<Link>& links = fabric_.links();
   const std::vector<Nic>& nics = fabric_.nics();
-  const double packet_bits = params_.packet_bytes * 8;
-  absl::flat_hash_map<std::pair<int, int64_t>, FixedPoint> cache;
+  absl::flat_hash_map<std::tuple<int, int, int64_t>, FixedPoint> cache;
   fixed_points_computed_ = 0;
   for (int k = 0; k < static_cast<int>(links.size()); ++k) {
     PortState port;
-    double offered_bps = 0;    // what the flows would send uncontrolled
-    double residual_bps = 0;   // the share of the flows bottlenecked here
     for (int f : flows_on_link_[k]) {
-      const double rate = flow_states_[f].rate_bps;
-      port.rate_bps += rate;
+      port.rate_bps += flow_states_[f].rate_bps;
       ++port.flows;
-      offered_bps += std::min(specs_[f].demand_bps, nics[specs_[f].src_nic].bps);
-      if (flow_states_[f].bottleneck_link == k) {
-        ++port.bottlenecked_flows;
-        residual_bps += rate;
-      }
+      port.offered_bps += std::min(specs_[f].demand_bps, nics[specs_[f].src_nic].bps);
+      if (flow_states_[f].bottleneck_link == k) ++port.bottlenecked_flows;
     }
-    const double capacity_bps = capacity_bps_[k];
-    port.utilization = capacity_bps > 0 ? port.rate_bps / capacity_bps : 0;
+    port.capacity_bps = capacity_bps_[k];
+    port.utilization = port.capacity_bps > 0 ? port.rate_bps / port.capacity_bps : 0;
     port.pause_rx_share = pause_share_[k];
     port.pause_tx_share = pause_share_[k ^ 1];
     port.congested = links[k].from.kind == Vertex::Kind::kSwitch && port.bottlenecked_flows > 0 &&
-                     offered_bps > capacity_bps * kSwitchPortTieBreak;
-    if (port.congested) {
-      // The fixed point depends on the flows' count and share only; R_AI must fit in it.
-      const double capacity = std::max(residual_bps, params_.rate_ai_bps);
-      const std::pair<int, int64_t> key = {port.bottlenecked_flows, std::llround(capacity)};
-      auto it = cache.find(key);
-      if (it == cache.end()) {
-        DcqcnParams at_port = params_;
-        at_port.capacity_bps = capacity;
-        // Valid by construction: Create checked the rest, capacity ≥ R_AI > 0.
-        it = cache.emplace(key, ClosedFormFixedPoint(at_port, port.bottlenecked_flows).value())
-                 .first;
-        ++fixed_points_computed_;
-      }
-      const FixedPoint& fp = it->second;
-      port.mark_probability = std::min(1.0, fp.marking_probability);
-      port.queue_bytes = fp.queue_bytes;
-      if (fp.beyond_ramp && params_.above_kmax == AboveKmax::kMarkAll) {
-        port.queue_bytes = params_.kmax_bytes;
-        port.settled = false;
-      }
-      port.marked_packets_per_s = port.mark_probability * port.rate_bps / packet_bits;
-    }
+                     port.offered_bps > port.capacity_bps * kSwitchPortTieBreak;
+    if (port.congested) SettleCongestedPort(k, &cache, &port);
     ports_[k] = port;
   }
-  const double tau_s = params_.tau_us * 1e-6;
-  for (FlowState& flow : flow_states_) {
+  for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+    FlowState& flow = flow_states_[f];
+    const DcqcnParams& params = SenderParams(f);
     double unmarked = 1;
     for (int k : flow.path) unmarked *= 1 - ports_[k].mark_probability;
     flow.mark_probability = 1 - unmarked;
-    flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / packet_bits;
-    flow.cnps_per_s = CnpsPerSecond(flow.marked_packets_per_s, tau_s);
+    flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / (params_.packet_bytes * 8);
+    flow.cnps_per_s = CnpsPerSecond(flow.marked_packets_per_s, params.tau_us * 1e-6);
   }
+}
+
+void LiveModel::SettleCongestedPort(
+    int link, absl::flat_hash_map<std::tuple<int, int, int64_t>, FixedPoint>* cache,
+    PortState* port) {
+  double residual_bps = 0;  // the share of the flows bottlenecked here
+  bool uncontrolled = false;
+  std::vector<int> senders_per_set(std::max<size_t>(1, nic_param_sets_.size()), 0);
+  for (int f : flows_on_link_[link]) {
+    if (flow_states_[f].bottleneck_link != link) continue;
+    residual_bps += flow_states_[f].rate_bps;
+    uncontrolled |= !specs_[f].congestion_controlled;
+    if (!nic_param_sets_.empty()) ++senders_per_set[nic_param_set_[specs_[f].src_nic]];
+  }
+  const double packet_bits = params_.packet_bytes * 8;
+  if (uncontrolled) {
+    // Senders that do not back off keep the queue above Kmax, where every packet is marked.
+    port->mark_probability = 1;
+    port->queue_bytes = params_.kmax_bytes;
+    port->settled = false;
+    port->marked_packets_per_s = port->rate_bps / packet_bits;
+    return;
+  }
+  const int set = static_cast<int>(
+      std::max_element(senders_per_set.begin(), senders_per_set.end()) - senders_per_set.begin());
+  const DcqcnParams& params = nic_param_sets_.empty() ? params_ : nic_param_sets_[set];
+  // The fixed point depends on the flows' count and share only; R_AI must fit in it.
+  const double capacity = std::max(residual_bps, params.rate_ai_bps);
+  const std::tuple<int, int, int64_t> key = {set, port->bottlenecked_flows,
+                                             std::llround(capacity)};
+  auto it = cache->find(key);
+  if (it == cache->end()) {
+    DcqcnParams at_port = params;
+    at_port.capacity_bps = capacity;
+    // Valid by construction: Create / SetNicParams checked the rest, capacity ≥ R_AI > 0.
+    it = cache->emplace(key, ClosedFormFixedPoint(at_port, port->bottlenecked_flows).value())
+             .first;
+    ++fixed_points_computed_;
+  }
+  const FixedPoint& fp = it->second;
+  port->mark_probability = std::min(1.0, fp.marking_probability);
+  port->queue_bytes = fp.queue_bytes;
+  if (fp.beyond_ramp && params_.above_kmax == AboveKmax::kMarkAll) {
+    port->queue_bytes = params_.kmax_bytes;
+    port->settled = false;
+  }
+  port->marked_packets_per_s = port->mark_probability * port->rate_bps / packet_bits;
+}
+
+double PauseFramesPerSecond(double pause_share, double link_bps) {
+  // One XOFF per refresh: frames ask for kPauseQuanta × 512 bit times at line rate.
+  const double refresh_s = kPauseQuanta * 512.0 / link_bps * kPauseRefreshFraction;
+  return pause_share / refresh_s;
 }
 
 absl::Status LiveModel::Advance(double duration_s) {
@@ -343,13 +410,12 @@ absl::Status LiveModel::Advance(double duration_s) {
     const PortState& port = ports_[k];
     LinkCounters& c = link_counters_[k];
     if (port.pause_rx_share > 0 || port.pause_tx_share > 0) {
-      // One XOFF per refresh: frames ask for kPauseQuanta × 512 bit times at line rate.
-      const double refresh_s =
-          kPauseQuanta * 512.0 / links[k].capacity_bps * kPauseRefreshFraction;
       c.rx_pause_duration_us += port.pause_rx_share * duration_s * 1e6;
       c.tx_pause_duration_us += port.pause_tx_share * duration_s * 1e6;
-      c.rx_pause_frames += port.pause_rx_share * duration_s / refresh_s;
-      c.tx_pause_frames += port.pause_tx_share * duration_s / refresh_s;
+      c.rx_pause_frames +=
+          PauseFramesPerSecond(port.pause_rx_share, links[k].capacity_bps) * duration_s;
+      c.tx_pause_frames +=
+          PauseFramesPerSecond(port.pause_tx_share, links[k].capacity_bps) * duration_s;
     }
     if (port.flows == 0) continue;
     c.bytes += port.rate_bps / 8 * duration_s;

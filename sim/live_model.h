@@ -85,9 +85,11 @@
 
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "sim/dcqcn_fluid.h"
 #include "sim/fabric.h"
@@ -102,6 +104,10 @@ struct FlowSpec {
   int dst_nic = 0;
   uint16_t udp_src_port = 49152;
   double demand_bps = kAsFastAsAllowed;
+  // false: DCQCN does not hold it back (its sender's reaction point or its receiver's
+  // notification point is off on its priority), so a port where it is bottlenecked keeps
+  // no equilibrium (see PortState::settled).
+  bool congestion_controlled = true;
 };
 
 // PFC frames ask for this many quanta (512 bit times each) and are refreshed after this
@@ -121,11 +127,15 @@ struct FlowState {
 
 struct PortState {  // a link's egress port (the link's `from` side)
   double rate_bps = 0;  // Σ flow rates
+  double capacity_bps = 0;  // after faults
+  double offered_bps = 0;   // Σ min(demand, line rate) of its flows: what they would send
   double utilization = 0;
   int flows = 0;              // flows crossing it
   int bottlenecked_flows = 0;  // flows frozen here
   bool congested = false;      // DCQCN holds flows back here (a queue, marks)
-  bool settled = true;         // false: the fixed point lies beyond the ramp of a mark-all switch
+  // false: the fixed point lies beyond the ramp of a mark-all switch, or a flow
+  // bottlenecked here is not congestion controlled (the queue rides at Kmax, p = 1).
+  bool settled = true;
   double queue_bytes = 0;      // time average
   double mark_probability = 0;
   double marked_packets_per_s = 0;
@@ -177,6 +187,14 @@ class LiveModel {
   absl::Status SetNodeDead(int node, bool dead);
   void ClearFaults();
 
+  // Per-NIC DCQCN parameters: NIC i's reaction point runs param_sets[set_of_nic[i]]; a
+  // congested port takes the fixed point of the set most of its bottlenecked flows'
+  // senders run (ties: the lower index), and a flow's CNP interval τ is its sender's set's.
+  // The switch side (Kmin, Kmax, Pmax, above Kmax) stays the Create params'. Empty
+  // set_of_nic: every NIC runs the Create params (the default). Refuses a set_of_nic that
+  // does not have one entry per NIC in range, or a set ValidateParams refuses; solves again.
+  absl::Status SetNicParams(std::vector<DcqcnParams> param_sets, std::vector<int> set_of_nic);
+
   // Adds duration_s of the current time averages to the counters.
   // Fails on a negative or non-finite duration.
   absl::Status Advance(double duration_s);
@@ -204,9 +222,14 @@ class LiveModel {
   void FillRates();
   void ApplyPfc();
   void SettlePorts();
+  void SettleCongestedPort(int link, absl::flat_hash_map<std::tuple<int, int, int64_t>,
+                                                         FixedPoint>* cache, PortState* port);
+  const DcqcnParams& SenderParams(int flow) const;
 
   Fabric fabric_;
   DcqcnParams params_;
+  std::vector<DcqcnParams> nic_param_sets_;  // empty: params_ for every NIC
+  std::vector<int> nic_param_set_;           // per NIC, when nic_param_sets_ is not empty
   std::vector<FlowSpec> specs_;
   std::vector<FlowState> flow_states_;
   std::vector<PortState> ports_;
@@ -223,6 +246,10 @@ class LiveModel {
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
 };
+
+// PFC pause frames per second of a port paused (or pausing) for pause_share of the time
+// on a link of link_bps: one XOFF per refresh (kPauseQuanta, kPauseRefreshFraction).
+double PauseFramesPerSecond(double pause_share, double link_bps);
 
 // The notification point's CNP rate for a flow whose marked packets arrive at
 // marks_per_s: m / (1 + m·τ), at most one per τ.

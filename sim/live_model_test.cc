@@ -254,6 +254,43 @@ TEST(LiveModelTest, MarkAllSwitchBeyondTheRampIsNotSettled) {
   EXPECT_GT(ext_port.queue_bytes, 1e6);
 }
 
+TEST(LiveModelTest, PortTakesTheParamsMostOfItsSendersRun) {
+  // Three senders into node 0; two of them run a larger R_AI, which raises p* and q*.
+  std::vector<FlowSpec> flows = {{1, 0, 1}, {2, 0, 2}, {3, 0, 3}};
+  LiveModel model = MakeModel(Racks(1, 4, 40e9), Conext16(), flows);
+  const int port = model.fabric().nics()[0].downlink;
+  const double default_queue = model.ports()[port].queue_bytes;
+  DcqcnParams faster = Conext16();
+  faster.rate_ai_bps = 160e6;
+  ASSERT_TRUE(model.SetNicParams({Conext16(), faster}, {0, 1, 1, 0}).ok());
+  DcqcnParams expected = faster;
+  expected.capacity_bps = 40e9;
+  EXPECT_DOUBLE_EQ(model.ports()[port].queue_bytes,
+                   ClosedFormFixedPoint(expected, 3).value().queue_bytes);
+  EXPECT_GT(model.ports()[port].queue_bytes, default_queue);
+  // One sender of three is not the majority: back to the defaults.
+  ASSERT_TRUE(model.SetNicParams({Conext16(), faster}, {0, 1, 0, 0}).ok());
+  EXPECT_DOUBLE_EQ(model.ports()[port].queue_bytes, default_queue);
+  EXPECT_THAT(model.SetNicParams({Conext16()}, {0, 1, 0, 0}).message(),
+              HasSubstr("set_of_nic[1] = 1 is out of range"));
+  EXPECT_THAT(model.SetNicParams({Conext16()}, {0}).message(), HasSubstr("one per NIC (4)"));
+}
+
+TEST(LiveModelTest, AFlowDcqcnDoesNotHoldBackLeavesThePortUnsettledAndMarkingAll) {
+  std::vector<FlowSpec> flows = {{1, 0, 1}, {2, 0, 2}};
+  const LiveModel controlled = MakeModel(Racks(1, 3, 40e9), Conext16(), flows);
+  flows[1].congestion_controlled = false;
+  const LiveModel model = MakeModel(Racks(1, 3, 40e9), Conext16(), flows);
+  const PortState& port = model.ports()[model.fabric().nics()[0].downlink];
+  EXPECT_TRUE(controlled.ports()[controlled.fabric().nics()[0].downlink].settled);
+  EXPECT_FALSE(port.settled);
+  EXPECT_EQ(port.mark_probability, 1);
+  EXPECT_DOUBLE_EQ(port.queue_bytes, 200e3);
+  EXPECT_DOUBLE_EQ(port.offered_bps, 80e9);
+  EXPECT_DOUBLE_EQ(port.capacity_bps, 40e9);
+  EXPECT_DOUBLE_EQ(model.flows()[0].rate_bps, 20e9);  // max-min rates stay
+}
+
 TEST(LiveModelTest, RefusesBadInput) {
   DcqcnParams bad = Conext16();
   bad.pmax = 0;

@@ -11,8 +11,6 @@
 namespace weft::sim {
 namespace {
 
-constexpr uint16_t kFirstEphemeralPort = 49152;
-
 absl::Status OutOfRange(const TrainingJobSpec& job, const std::string& field, double value,
                         const std::string& accepted) {
   return absl::InvalidArgumentError(absl::StrCat("job '", job.name, "': ", field, " = ", value,
@@ -275,26 +273,85 @@ TrainingRun::TrainingRun(LiveModel model, std::vector<TrainingJobSpec> jobs,
       uplink_share_(std::move(uplink_share)),
       bytes_(std::move(bytes)) {}
 
+JobProgress StartJobProgress(const ModelSpec& model) {
+  JobProgress job;
+  job.remaining = model.compute_s_per_iteration;
+  return job;
+}
+
+double SecondsToStageEnd(const JobProgress& job) {
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  if (job.halted) return kNever;
+  if (job.stage == 0) return job.remaining;
+  return job.progress_per_s > 0 ? job.remaining / job.progress_per_s : kNever;
+}
+
+double PhaseProgressPerS(const JobPhase& phase, const std::vector<double>& flow_rates_bps) {
+  double progress = std::numeric_limits<double>::infinity();
+  for (size_t f = 0; f < phase.flows.size(); ++f) {
+    progress = std::min(progress, flow_rates_bps[f] / 8 / phase.flow_bytes[f]);
+  }
+  return progress;
+}
+
+namespace {
+
+PhaseReport ReportPhase(const JobPhase& phase, double time_s) {
+  PhaseReport r;
+  r.kind = phase.kind;
+  r.time_s = time_s;
+  r.algbw_bytes_per_s = phase.bytes_per_rank / r.time_s;
+  const double k = phase.group_ranks;
+  r.busbw_bytes_per_s = r.algbw_bytes_per_s * (phase.kind == PhaseKind::kAllReduce  ? 2 * (k - 1) / k
+                                               : phase.kind == PhaseKind::kAllToAll ? (k - 1) / k
+                                                                                    : 1.0);
+  return r;
+}
+
+}  // namespace
+
+std::optional<IterationReport> StepJob(JobProgress* job, const std::vector<JobPhase>& phases,
+                                       const ModelSpec& model, double dt_s) {
+  const double until_s = SecondsToStageEnd(*job);
+  job->stage_elapsed_s += std::min(dt_s, until_s);
+  job->iteration_elapsed_s += std::min(dt_s, until_s);
+  if (!(until_s <= dt_s * (1 + 1e-12))) {
+    if (!job->halted) job->remaining -= job->stage == 0 ? dt_s : dt_s * job->progress_per_s;
+    return std::nullopt;
+  }
+  // The stage ends now.
+  if (job->stage == 0) {
+    job->current.compute_s = job->stage_elapsed_s;
+  } else {
+    const PhaseReport r = ReportPhase(phases[job->stage - 1], job->stage_elapsed_s);
+    job->current.communication_s += r.time_s;
+    job->current.phases.push_back(r);
+  }
+  job->stage_elapsed_s = 0;
+  ++job->stage;
+  job->remaining = 1;
+  if (job->stage <= static_cast<int>(phases.size())) return std::nullopt;
+  IterationReport done = std::move(job->current);
+  done.iteration_s = job->iteration_elapsed_s;
+  done.tokens_per_s = model.tokens_per_iteration / done.iteration_s;
+  job->current = IterationReport();
+  job->iteration_elapsed_s = 0;
+  job->stage = 0;
+  job->remaining = model.compute_s_per_iteration;
+  return done;
+}
+
 absl::StatusOr<std::vector<JobReport>> TrainingRun::Run(int iterations) {
   if (iterations < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("iterations = ", iterations, " is out of range: accepted [1, inf)"));
   }
   const int num_jobs = static_cast<int>(jobs_.size());
-  struct State {
-    int iteration = 0;
-    int stage = 0;          // 0: compute; k >= 1: phases_[j][k - 1]
-    double remaining = 0;   // compute: seconds; phase: fraction left
-    double stage_elapsed_s = 0;  // summed per step, not now − start: no clock rounding
-    double iteration_elapsed_s = 0;
-    double progress_per_s = 0;  // phase: fraction per second at the current rates
-    bool done = false;
-    IterationReport current;
-  };
-  std::vector<State> states(num_jobs);
+  std::vector<JobProgress> states(num_jobs);
+  std::vector<bool> done(num_jobs, false);
   std::vector<JobReport> reports(num_jobs);
   for (int j = 0; j < num_jobs; ++j) {
-    states[j].remaining = jobs_[j].model.compute_s_per_iteration;
+    states[j] = StartJobProgress(jobs_[j].model);
     reports[j].name = jobs_[j].name;
     reports[j].uplink_byte_share = uplink_share_[j];
     reports[j].bytes_per_iteration = bytes_[j];
@@ -305,8 +362,8 @@ absl::StatusOr<std::vector<JobReport>> TrainingRun::Run(int iterations) {
     std::vector<int> stages(num_jobs);
     bool running = false;
     for (int j = 0; j < num_jobs; ++j) {
-      stages[j] = states[j].done ? 0 : states[j].stage;
-      running |= !states[j].done;
+      stages[j] = done[j] ? 0 : states[j].stage;
+      running |= !done[j];
     }
     if (!running) break;
     if (stages != solved_stages) {
@@ -322,70 +379,31 @@ absl::StatusOr<std::vector<JobReport>> TrainingRun::Run(int iterations) {
       for (int j = 0; j < num_jobs; ++j) {
         if (stages[j] == 0) continue;
         const JobPhase& phase = phases_[j][stages[j] - 1];
-        double progress = std::numeric_limits<double>::infinity();
+        std::vector<double> rates;
         for (size_t f = 0; f < phase.flows.size(); ++f) {
-          progress = std::min(progress,
-                              model_.flows()[offset + f].rate_bps / 8 / phase.flow_bytes[f]);
+          rates.push_back(model_.flows()[offset + f].rate_bps);
         }
         offset += phase.flows.size();
-        if (!(progress > 0)) {
+        states[j].progress_per_s = PhaseProgressPerS(phase, rates);
+        if (!(states[j].progress_per_s > 0)) {
           return absl::InternalError(absl::StrCat("job '", jobs_[j].name, "': ",
                                                   PhaseName(phase.kind),
                                                   " got no rate on the fabric"));
         }
-        states[j].progress_per_s = progress;
       }
       solved_stages = stages;
     }
     // The next event: some job's compute or phase ends.
-    std::vector<double> until(num_jobs, std::numeric_limits<double>::infinity());
     double dt = std::numeric_limits<double>::infinity();
     for (int j = 0; j < num_jobs; ++j) {
-      if (states[j].done) continue;
-      until[j] = states[j].stage == 0 ? states[j].remaining
-                                      : states[j].remaining / states[j].progress_per_s;
-      dt = std::min(dt, until[j]);
+      if (!done[j]) dt = std::min(dt, SecondsToStageEnd(states[j]));
     }
     for (int j = 0; j < num_jobs; ++j) {
-      State& st = states[j];
-      if (st.done) continue;
-      const double step_s = std::min(dt, until[j]);
-      st.stage_elapsed_s += step_s;
-      st.iteration_elapsed_s += step_s;
-      if (until[j] > dt * (1 + 1e-12)) {
-        st.remaining -= st.stage == 0 ? dt : dt * st.progress_per_s;
-        continue;
-      }
-      // The stage ends now.
-      if (st.stage == 0) {
-        st.current.compute_s = st.stage_elapsed_s;
-      } else {
-        const JobPhase& phase = phases_[j][st.stage - 1];
-        PhaseReport r;
-        r.kind = phase.kind;
-        r.time_s = st.stage_elapsed_s;
-        r.algbw_bytes_per_s = phase.bytes_per_rank / r.time_s;
-        const double k = phase.group_ranks;
-        r.busbw_bytes_per_s = r.algbw_bytes_per_s *
-                              (phase.kind == PhaseKind::kAllReduce  ? 2 * (k - 1) / k
-                               : phase.kind == PhaseKind::kAllToAll ? (k - 1) / k
-                                                                    : 1.0);
-        st.current.communication_s += r.time_s;
-        st.current.phases.push_back(r);
-      }
-      st.stage_elapsed_s = 0;
-      ++st.stage;
-      st.remaining = 1;
-      if (st.stage > static_cast<int>(phases_[j].size())) {
-        st.current.iteration_s = st.iteration_elapsed_s;
-        st.current.tokens_per_s = jobs_[j].model.tokens_per_iteration / st.current.iteration_s;
-        reports[j].iterations.push_back(std::move(st.current));
-        st.current = IterationReport();
-        st.iteration_elapsed_s = 0;
-        st.stage = 0;
-        st.remaining = jobs_[j].model.compute_s_per_iteration;
-        st.done = ++st.iteration == iterations;
-      }
+      if (done[j]) continue;
+      std::optional<IterationReport> finished = StepJob(&states[j], phases_[j], jobs_[j].model, dt);
+      if (!finished.has_value()) continue;
+      reports[j].iterations.push_back(*std::move(finished));
+      done[j] = static_cast<int>(reports[j].iterations.size()) == iterations;
     }
   }
   return reports;

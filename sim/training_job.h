@@ -50,6 +50,8 @@
 #ifndef WEFT_SIM_TRAINING_JOB_H_
 #define WEFT_SIM_TRAINING_JOB_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +119,41 @@ struct IterationReport {
   double tokens_per_s = 0;
   std::vector<PhaseReport> phases;  // iteration order
 };
+
+// One job's place in its iteration loop (compute, then each phase in order, then again):
+// the event-driven stepping TrainingRun::Run and the twin (sim/twin.h) share. Each caller
+// sets progress_per_s from the rates of the phase in progress whenever it solves, and
+// steps every job by the time to the next event (SecondsToStageEnd of some job, or
+// whatever else the caller must stop at).
+struct JobProgress {
+  int stage = 0;                  // 0: compute; k >= 1: phases[k - 1]
+  double remaining = 0;           // compute: seconds; phase: fraction left
+  double stage_elapsed_s = 0;     // summed per step, not now − start: no clock rounding
+  double iteration_elapsed_s = 0;
+  double progress_per_s = 0;      // phase: fraction per second at the current rates
+  bool halted = false;            // time passes, nothing is done (a dead node)
+  IterationReport current;
+};
+
+// The UDP source port the first job's first flow takes (the ephemeral range's start).
+inline constexpr uint16_t kFirstEphemeralPort = 49152;
+
+// A job about to compute its first iteration.
+JobProgress StartJobProgress(const ModelSpec& model);
+
+// Seconds until the stage in progress ends at the current pace (inf when halted or when
+// the phase has no rate).
+double SecondsToStageEnd(const JobProgress& job);
+
+// The fraction of `phase` done per second when its flows carry `flow_rates_bps` (same
+// order as phase.flows): the pace of its slowest flow, min of rate / bytes.
+double PhaseProgressPerS(const JobPhase& phase, const std::vector<double>& flow_rates_bps);
+
+// Moves `job` forward by dt_s. When its stage ends within dt_s (within a relative 1e-12),
+// it is recorded and the next stage begins (progress_per_s is then stale: the caller
+// solves again); returns the iteration this completed, if any.
+std::optional<IterationReport> StepJob(JobProgress* job, const std::vector<JobPhase>& phases,
+                                       const ModelSpec& model, double dt_s);
 
 struct JobReport {
   std::string name;

@@ -10,34 +10,67 @@
 // the live model is solved again whenever the set of phases in progress, the faults or
 // the tunables change, and its time averages are integrated into every NIC's counters.
 //
-// Counters (ReadNic) as a host shows them, cumulative from the twin's start:
+// Counters (ReadNic) as a host shows them, cumulative from the twin's start (the twin
+// integrates each NIC's rates itself, so they never go back when the live model's
+// SetFlows starts its own again; packets are DcqcnParams::packet_bytes long):
 //  - port_counters (ports/1/counters/): port_xmit_data, port_rcv_data (4-octet words),
-//    port_xmit_packets, port_rcv_packets, unicast_{xmit,rcv}_packets, port_xmit_discards,
-//    port_rcv_errors, link_downed, symbol_error, link_error_recovery, port_xmit_wait;
+//    port_xmit_packets, port_rcv_packets, unicast_{xmit,rcv}_packets (all RoCE traffic is
+//    unicast), port_rcv_errors (frames lost to gray loss on the NIC's own cable toward it),
+//    link_downed (each time the NIC's cable goes down), port_xmit_wait (µs its uplink was
+//    paused while it had data to send: a tick of 1 µs here, the vendor's elsewhere), and
+//    port_xmit_discards, symbol_error, link_error_recovery (always 0);
 //  - hw_counters: np_ecn_marked_roce_packets (marked packets this NIC received),
 //    np_cnp_sent (CNPs its notification point sent), rp_cnp_handled / rp_cnp_ignored (CNPs
 //    its reaction point got, ignored when DCQCN is off on the RoCE priority), and the
 //    32-bit Q-counters out_of_sequence, packet_seq_err, local_ack_timeout_err,
 //    duplicate_request, implied_nak_seq_err, rnr_nak_retry_err, out_of_buffer, which wrap
-//    modulo 2^32 as mlx5's do;
+//    modulo 2^32 as mlx5's do (WrapQCounter); the last four stay 0;
 //  - ethtool: {rx,tx}_prio<p>_pause and {rx,tx}_prio<p>_pause_duration (µs) for every
-//    priority the NIC has PFC on, and only those.
+//    priority the NIC has PFC on, and only those; the model pauses the RoCE priority only.
+//
+// Loss (go-back-N, as RC QPs recover): a flow loses p = 1 − Π(1 − d) of its packets over
+// the ports it crosses, d = a gray-loss fault's drop rate on the cable, and — only for a
+// flow without PFC at both ends on its priority — the share PFC would have held back at a
+// port: its pause share, or at a congested port the share of the offered line-rate load
+// above capacity, 1 − C/offered (an upper bound: the fluid averages have no bursts). Every
+// loss costs the window in flight (W = rate × round-trip propagation, in packets), so
+// goodput is rate × (1 − p)/(1 + p·(W − 1)) (GoBackNGoodputShare), and jobs go at their
+// flows' goodput. Per loss gap the receiver counts out_of_sequence for the packets it
+// discards (at least one) and the sender one packet_seq_err (the NAK); a live sender whose
+// flow gets nothing through (no path, a dead peer, total loss) counts local_ack_timeout_err
+// once per ACK timeout (4.096 µs · 2^20, NCCL_IB_TIMEOUT 20).
 //
 // Tunables: each NIC starts as a node set up with the common production recipe (DSCP
-// trust, RoCE DSCP 26 -> priority 3 with PFC, CNPs DSCP 48 on priority 6, firmware DCQCN
-// defaults on every priority) and can be rewritten whole with SetNicTunables. What the
-// twin does with them, on the RoCE priority (the priority the NIC's RoCE DSCP maps to):
-// PFC off -> what would have been paused is dropped and retransmitted (go-back-N), so the
-// retransmission Q-counters climb and goodput falls; DCQCN's reaction point off -> CNPs
-// are counted as ignored and the NIC's flows are not slowed by marks; notification point
-// off -> no CNPs; DCQCN parameters -> sim/cc_params.h's MapCcParams, used for the fixed
-// point at every port (the parameters most of the port's senders have).
+// trust, RoCE DSCP 26 -> priority 3 with PFC, CNPs DSCP 48 on priority 6 (np_cnp_prio 6,
+// np_cnp_prio_mode 0), ETS 50/50 on TC 0 and 3, default_roce_tos 106, firmware DCQCN
+// defaults with np_min_time_between_cnps 0, DCQCN on every priority: agent/tunables'
+// simulated NIC) and running the Create params in the model. SetNicTunables merges as a
+// DesiredState does (a DCB part replaces the DCB part, default_roce_tos on its own, set
+// DCQCN scalars replace, a non-empty priority list replaces the list) and refuses what the
+// NIC would (common/tunable_ranges' ranges), or what the model cannot run (MapCcParams: rp_gd
+// other than 11); policy checks across the fields (PFC on the RoCE priority) are the
+// controller's, so PFC can be turned off. What the twin does with them, per flow: its DSCP
+// is the sender's default_roce_tos >> 2, mapped to a priority by each end (DSCP trust: the
+// NIC's map; otherwise, or unmapped, DSCP >> 3).
+// PFC off at either end -> the loss above, and no pause counters; the sender's reaction
+// point off -> CNPs are counted as ignored; the receiver's notification point off -> no
+// CNPs; either off -> DCQCN does not hold the flow back, so a port where it is bottlenecked
+// rides at Kmax marking every packet (LiveModel: unsettled); DCQCN scalars changed ->
+// the NIC runs MapCcParams of them (the switch side from the Create params), and each
+// congested port takes the fixed point of the parameters most of its senders run.
 //
-// Faults (InjectFault): a cable down, gray loss on a cable, a flapping cable, a NIC storming
-// PFC pauses, a degraded cable, a dead node; cleared by id. Names: nodes and racks as
+// Faults (InjectFault): a cable down, gray loss on a cable (both directions), a flapping
+// cable (down for the first half of each period from its injection; Advance stops at every
+// edge), a NIC storming PFC pauses, a degraded cable, a dead node (its flows get rate 0, its
+// jobs stall; ReadNic still answers); cleared by id, the model rebuilt from the faults left,
+// so clearing restores the rates exactly. Names: nodes and racks as
 // given, NICs "mlx5_<rail>", switches "tor-<rack suffix>" and "spine-<k>", cables
 // "<end>--<end>" (a NIC end is "<node>/mlx5_<rail>"), "#<k>" after the second and later
-// parallel cables between the same two switches.
+// parallel cables between the same two switches (k = 2, 3, ...).
+//
+// Cost: Advance integrates NIC rates between events (a phase ending, a flap edge) and
+// solves only when the phases in progress, the faults or the tunables changed; the demo
+// (32 nodes × 8 NICs, 5 jobs) takes ~1.5 ms per Advance(0.1) unoptimized (twin_test).
 //
 // Pure logic, deterministic. Not thread-safe: weft-fabric serializes every call.
 //
@@ -46,7 +79,7 @@
 //   ASSIGN_OR_RETURN(Twin twin, Twin::Create(std::move(topology), DcqcnParams()));
 //   RETURN_IF_ERROR(twin.StartJob(job));
 //   RETURN_IF_ERROR(twin.Advance(1.0));
-//   ASSIGN_OR_RETURN(TwinNicReading nic, twin.ReadNic(0, 0));
+//   ASSIGN_OR_RETURN(TwinNicReading nic, twin.ReadNic(/*nic=*/0));
 #ifndef WEFT_SIM_TWIN_H_
 #define WEFT_SIM_TWIN_H_
 
@@ -116,6 +149,13 @@ struct TwinNicReading {
   std::map<std::string, uint64_t> ethtool;
 };
 
+// What a 32-bit mlx5 Q-counter reads after `count` events: count modulo 2^32.
+uint64_t WrapQCounter(double count);
+
+// The share of a go-back-N sender's packets that carry new data at packet loss `loss`
+// with `window_packets` in flight (at least 1): (1 − p)/(1 + p·(W − 1)).
+double GoBackNGoodputShare(double loss, double window_packets);
+
 enum class TwinFaultKind {
   kLinkDown,       // cable
   kGrayLoss,       // cable, value = drop rate in (0, 1)
@@ -131,7 +171,7 @@ struct TwinFault {
   TwinFaultKind kind = TwinFaultKind::kLinkDown;
   int node = -1;
   int nic = -1;    // fabric NIC id
-  int cable = -1;  // the cable's first link id (even)
+  int cable = -1;  // the cable's first link id (even; InjectFault takes either direction's)
   double value = 0;
   double injected_at_s = 0;
 };
@@ -142,13 +182,15 @@ struct TwinJobStatus {
   int iterations_done = 0;
   std::optional<IterationReport> last;  // the newest completed iteration
   double first_iteration_s = 0;         // 0 until one completed
-  // No progress possible: a flow of the phase in progress has no path or a dead end.
+  // No progress possible: a flow of the phase in progress gets nothing through (no path,
+  // a dead end) or one of its nodes is dead (it computes nothing either).
   bool stalled = false;
 };
 
 class Twin {
  public:
   // `params`: the switches' ECN ramp and the DCQCN parameters the NICs start with.
+  // Refuses params LiveModel refuses and a topology whose names do not match its fabric.
   static absl::StatusOr<Twin> Create(TwinTopology topology, const DcqcnParams& params);
 
   const TwinTopology& topology() const;
@@ -179,8 +221,10 @@ class Twin {
   void ClearAllFaults();
   std::vector<TwinFault> faults() const;
 
-  // Jobs: a job starts computing its first iteration now. Refuses a duplicate name, a
-  // node already in a job, and what BuildJobPhases refuses.
+  // Jobs: a job starts computing its first iteration now. Refuses a duplicate name
+  // (AlreadyExists), a node already in a job (FailedPrecondition), and what
+  // BuildJobPhases refuses (InvalidArgument). Flows take UDP source ports in start order
+  // from kFirstEphemeralPort, as TrainingRun's jobs do.
   absl::Status StartJob(TrainingJobSpec job);
   absl::Status StopJob(absl::string_view name);  // NotFound for an unknown job
   std::vector<TwinJobStatus> jobs() const;        // in start order
