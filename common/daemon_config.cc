@@ -132,6 +132,7 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_metrics_address("127.0.0.1:7411");
   config.set_health_address("127.0.0.1:7410");
   config.mutable_linux()->set_root("/");
+  config.mutable_fabric()->set_address("");  // required only by backend "fabric"
   config.set_lldp("auto");
   config.set_tunables_dry_run(false);
   config.set_drift_check_interval_ms(60000);
@@ -189,10 +190,11 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
   RETURN_IF_ERROR(ValidateRules(config, kAgentContext));
   RETURN_IF_ERROR(ValidateTransport(kAgentContext, config.tls(), config.insecure(),
                                     "controller_address", config.controller_address()));
-  if (config.backend() != "simulated" && config.backend() != "linux") {
+  if (config.backend() != "simulated" && config.backend() != "linux" &&
+      config.backend() != "fabric") {
     return Invalid(kAgentContext, "backend",
                    absl::StrCat("value '", config.backend(), "' is not a known backend"),
-                   "simulated, linux");
+                   "simulated, linux, fabric");
   }
   // sockaddr_un.sun_path holds 108 bytes, the terminating NUL included.
   if (config.job_socket() != "off" &&
