@@ -78,11 +78,15 @@ RawNicReading ReadingFromFabricNic(const weft::v1::FabricNic& nic, absl::Time ti
 FabricNicTunables::FabricNicTunables(weft::v1::FabricService::StubInterface* fabric,
                                      const FabricBackendOptions* options,
                                      const weft::v1::NicTunablesReading& reading)
-    : fabric_(fabric),
-      options_(options),
-      model_(std::make_unique<SimNicTunables>(reading.device(), reading.qos(), reading.dcqcn())),
-      twin_qos_(reading.qos()),
-      twin_dcqcn_(reading.dcqcn()) {}
+    : fabric_(fabric), options_(options) {
+  Refresh(reading);
+}
+
+void FabricNicTunables::Refresh(const weft::v1::NicTunablesReading& reading) {
+  model_ = std::make_unique<SimNicTunables>(reading.device(), reading.qos(), reading.dcqcn());
+  twin_qos_ = reading.qos();
+  twin_dcqcn_ = reading.dcqcn();
+}
 
 absl::StatusOr<std::string> FabricNicTunables::Read(absl::string_view parameter) {
   return model_->Read(parameter);
@@ -192,8 +196,20 @@ absl::StatusOr<std::vector<RawNicReading>> FabricNicBackend::ReadCounters() {
       continue;
     }
     readings.push_back(ReadingFromFabricNic(*nic, now));
+    if (FabricNicTunables* tunables = TunablesOf(device)) {
+      weft::v1::NicTunablesReading twin_state = nic->tunables();
+      twin_state.set_device(device);
+      tunables->Refresh(twin_state);
+    }
   }
   return readings;
+}
+
+FabricNicTunables* FabricNicBackend::TunablesOf(const std::string& device) {
+  for (const std::unique_ptr<FabricNicTunables>& nic : tunables_) {
+    if (nic->device() == device) return nic.get();
+  }
+  return nullptr;
 }
 
 std::vector<NicTunables*> FabricNicBackend::Tunables() {

@@ -13,7 +13,9 @@
 // with SetNicTunables. A push the twin refuses or cannot take fails the write, and the
 // local state goes back to what the twin last took, so Read() always says what the
 // twin has; the applier (agent/tunables/applier.h) then restores the parameters it
-// wrote. Caveat of the wire format: an empty rp_/np_enabled_priorities list is pushed
+// wrote. Each ReadCounters() refreshes the state from the twin's reading, so the
+// applier's drift check sees what the twin has, not only what this agent wrote.
+// Caveat of the wire format: an empty rp_/np_enabled_priorities list is pushed
 // as an empty repeated field ("none" on the NIC).
 //
 // Errors: an unreachable twin is UNAVAILABLE naming the address and what to do; a node
@@ -63,6 +65,9 @@ class FabricNicTunables : public NicTunables {
   // A refused value is not pushed; a failed push returns the twin's error and leaves
   // the NIC as the twin has it.
   absl::Status Write(absl::string_view parameter, absl::string_view value) override;
+  // Takes the twin's current state (a later ReadNode), so a change made behind the
+  // agent's back reads as drift.
+  void Refresh(const weft::v1::NicTunablesReading& reading);
 
  private:
   absl::Status Push(const weft::v1::NodeQos& qos, const weft::v1::DcqcnParams& dcqcn);
@@ -89,6 +94,7 @@ class FabricNicBackend : public NicBackend {
  private:
   absl::StatusOr<weft::v1::ReadNodeResponse> ReadNode();
   std::vector<std::string> NodeNotes(const weft::v1::ReadNodeResponse& node) const;
+  FabricNicTunables* TunablesOf(const std::string& device);
 
   FabricBackendOptions options_;
   std::unique_ptr<weft::v1::FabricService::StubInterface> fabric_;

@@ -229,6 +229,8 @@ TEST_F(FabricBackendTest, AWritePushesTheNicsCompleteState) {
   EXPECT_TRUE(MessageDifferencer::Equals(pushed[0].qos(), RecipeQos()))
       << pushed[0].qos().DebugString();
   EXPECT_EQ(*nic->Read("rp_ai_rate"), "40");
+  ASSERT_TRUE(backend->ReadCounters().ok());
+  EXPECT_EQ(*nic->Read("rp_ai_rate"), "40") << "the twin's state, refreshed, has the write";
 }
 
 TEST_F(FabricBackendTest, AnOutOfRangeWriteIsRefusedWithoutAPush) {
@@ -252,6 +254,26 @@ TEST_F(FabricBackendTest, AFailedPushFailsTheWriteAndKeepsTheTwinsValue) {
   EXPECT_THAT(status.message(), HasSubstr("SetNicTunables of mlx5_0"));
   EXPECT_THAT(status.message(), HasSubstr("the twin refuses"));
   EXPECT_EQ(*nic->Read("rp_ai_rate"), "5") << "the twin kept 5";
+}
+
+TEST_F(FabricBackendTest, AChangeInTheTwinBehindTheAgentsBackIsDrift) {
+  auto backend = Backend();
+  ASSERT_TRUE(backend->Discover().ok());
+  weft::v1::DesiredState state;
+  state.set_version(2);
+  *state.mutable_dcqcn() = DefaultDcqcnParams();
+  ASSERT_TRUE(ApplyDesiredState(state, backend->Tunables(), /*dry_run=*/false).accepted);
+  EXPECT_TRUE(CheckDrift(state, backend->Tunables()).empty());
+
+  weft::v1::ReadNodeResponse changed = TwinNode();
+  changed.mutable_nics(1)->mutable_tunables()->mutable_dcqcn()->set_rp_ai_rate(9);
+  twin_.service().set_node(changed);
+  ASSERT_TRUE(backend->ReadCounters().ok());
+  EXPECT_EQ(*backend->Tunables()[1]->Read("rp_ai_rate"), "9");
+  std::vector<weft::v1::TunableDrift> drift = CheckDrift(state, backend->Tunables());
+  ASSERT_EQ(drift.size(), 1u);
+  EXPECT_EQ(drift[0].device(), "mlx5_1");
+  EXPECT_EQ(drift[0].parameter(), "rp_ai_rate");
 }
 
 TEST_F(FabricBackendTest, TheApplierRestoresWhenThePushFailsMidway) {

@@ -47,7 +47,15 @@ grpc::Status FakeFabricService::SetNicTunables(grpc::ServerContext*,
   absl::MutexLock lock(&mu_);
   if (!set_tunables_error_.ok()) return set_tunables_error_;
   set_requests_.push_back(*request);
-  return grpc::Status::OK;
+  // As the twin: the NIC has the written state from now on, in later ReadNode answers.
+  for (weft::v1::FabricNic& nic : *node_.mutable_nics()) {
+    if (request->node() != node_.node() || nic.nic().device() != request->device()) continue;
+    *nic.mutable_tunables()->mutable_qos() = request->qos();
+    *nic.mutable_tunables()->mutable_dcqcn() = request->dcqcn();
+    return grpc::Status::OK;
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("no NIC '", request->device(), "' on node '", request->node(), "'"));
 }
 
 FakeFabricServer::FakeFabricServer() {

@@ -1,8 +1,9 @@
 // FakeFabricService: a test double of weft-fabric's FabricService (fabric.proto) served
 // over real gRPC on 127.0.0.1:0, so the fabric backend's tests go through a real
 // channel, stub and status codes. It answers ReadNode for one node with the canned
-// response a test sets, records each SetNicTunables request, and refuses what a test
-// asks it to. The rest of the service is unimplemented (UNIMPLEMENTED).
+// response a test sets, records each SetNicTunables request and, like the twin, gives
+// the NIC that state in later ReadNode answers (NOT_FOUND for a NIC it lacks), and
+// refuses what a test asks it to. The rest of the service is unimplemented (UNIMPLEMENTED).
 //
 // Thread-safe: gRPC calls handlers on its threads while the test thread sets answers.
 #ifndef WEFT_AGENT_FAKE_FABRIC_SERVICE_H_
