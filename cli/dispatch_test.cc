@@ -106,6 +106,19 @@ class FakePlacement final : public weft::v1::PlacementService::Service {
     return grpc::Status::OK;
   }
 
+  // train-7 on two nodes, having reported one iteration.
+  grpc::Status ListJobs(grpc::ServerContext*, const weft::v1::ListJobsRequest*,
+                        weft::v1::ListJobsResponse* response) override {
+    weft::v1::JobStatus* job = response->add_jobs();
+    job->mutable_reservation()->set_reservation_id("r-17");
+    job->mutable_reservation()->set_job_id("train-7");
+    job->mutable_reservation()->add_ring_order("gpu-a01");
+    job->mutable_reservation()->add_ring_order("gpu-a02");
+    job->mutable_progress()->set_iterations_done(9);
+    job->mutable_congestion()->add_findings("gpu-a02: DOWN (not reporting)");
+    return grpc::Status::OK;
+  }
+
   grpc::Status Release(grpc::ServerContext*, const weft::v1::ReleaseRequest* request,
                        weft::v1::ReleaseResponse*) override {
     absl::MutexLock lock(&mu_);
@@ -173,6 +186,17 @@ TEST_F(DispatchTest, NodesAsJsonIsTheControllersAnswer) {
   EXPECT_THAT(out_.str(), StartsWith("{"));
   EXPECT_THAT(out_.str(), HasSubstr("\"name\": \"gpu-b07\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"drain_reason\": \"bad optic\""));
+}
+
+TEST_F(DispatchTest, JobsPrintsTheControllersJobsAsATableOrJson) {
+  ASSERT_EQ(Run({"jobs"}), 0) << err_.str();
+  EXPECT_THAT(out_.str(), StartsWith("JOB "));
+  EXPECT_THAT(out_.str(), HasSubstr("train-7  2 gpu-a01,gpu-a02"));
+  EXPECT_THAT(out_.str(), HasSubstr("gpu-a02: DOWN (not reporting)\n"));
+  options_.output = "json";
+  ASSERT_EQ(Run({"jobs"}), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("\"iterations_done\": \"9\""));
+  EXPECT_EQ(Run({"jobs", "extra"}), 2);
 }
 
 TEST_F(DispatchTest, EachCallCarriesTheTimeoutAsItsDeadline) {
