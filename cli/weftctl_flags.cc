@@ -27,7 +27,7 @@ ABSL_FLAG(std::string, method, "", "audit: only this RPC (DrainNode or its full 
 ABSL_FLAG(std::string, pod, "", "racks: only racks of this pod");
 ABSL_FLAG(std::string, out, "",
           "prometheus targets: file to replace atomically (default: stdout)");
-ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller, milliseconds");
+ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller (or weft-fabric), milliseconds");
 ABSL_FLAG(std::string, job, "",
           "place: the job id (keys the reservation); release, renew: the job whose "
           "reservation");
