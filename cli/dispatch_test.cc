@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/command_table.h"
+#include "cli/weftctl_test_fixture.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -136,35 +137,16 @@ class FakePlacement final : public weft::v1::PlacementService::Service {
   std::vector<std::string> released_ ABSL_GUARDED_BY(mu_);
 };
 
-class DispatchTest : public ::testing::Test {
+class DispatchTest : public WeftctlTest {
  protected:
   void SetUp() override {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&admin_);
-    builder.RegisterService(&placement_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_NE(port, 0);
-    options_.transport.controller = absl::StrCat("127.0.0.1:", port);
+    ASSERT_NO_FATAL_FAILURE(StartServing({&admin_, &placement_}));
+    options_.transport.controller = address();
     options_.timeout_ms = 5000;
-  }
-
-  void TearDown() override { server_->Shutdown(); }
-
-  int Run(const std::vector<std::string>& args) {
-    out_.str("");
-    err_.str("");
-    return RunWeftctl(args, options_, out_, err_);
   }
 
   FakeAdmin admin_;
   FakePlacement placement_;
-  std::unique_ptr<grpc::Server> server_;
-  WeftctlOptions options_;
-  std::ostringstream out_;
-  std::ostringstream err_;
 };
 
 TEST_F(DispatchTest, NodesPrintsOneRowPerNodeOfTheControllersAnswer) {

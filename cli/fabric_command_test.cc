@@ -1,15 +1,13 @@
-// `weftctl fabric` as main() runs it (RunWeftctl) against a test double of weft-fabric's
+// `weftctl fabric` as main() runs it (WeftctlTest: RunWeftctl) against a test double of weft-fabric's
 // FabricService on a real grpc::Server at 127.0.0.1 port 0: the double keeps injected
 // faults as the twin would ("f1", "f2", ...), so each test checks the request weftctl
 // sent, what it printed, and the exit status.
-#include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "cli/command_table.h"
+#include "cli/weftctl_test_fixture.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -80,32 +78,15 @@ class FakeFabric final : public weft::v1::FabricService::Service {
   std::vector<weft::v1::ListLinksRequest> links_requests_ ABSL_GUARDED_BY(mu_);
 };
 
-class FabricCommandTest : public ::testing::Test {
+class FabricCommandTest : public WeftctlTest {
  protected:
   void SetUp() override {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&fabric_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    options_.fabric.address = absl::StrCat("127.0.0.1:", port);
+    ASSERT_NO_FATAL_FAILURE(StartServing({&fabric_}));
+    options_.fabric.address = address();
     options_.timeout_ms = 5000;
   }
 
-  void TearDown() override { server_->Shutdown(); }
-
-  int Run(const std::vector<std::string>& args) {
-    out_.str("");
-    err_.str("");
-    return RunWeftctl(args, options_, out_, err_);
-  }
-
   FakeFabric fabric_;
-  std::unique_ptr<grpc::Server> server_;
-  WeftctlOptions options_;
-  std::ostringstream out_;
-  std::ostringstream err_;
 };
 
 TEST_F(FabricCommandTest, InjectListAndClearFaults) {
