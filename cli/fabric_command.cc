@@ -128,9 +128,7 @@ int RunFabricCommand(const std::vector<std::string>& args, const CommandContext&
   if (sub == "inject" && args.size() == 3) return Inject(args[2], fabric, context);
   if (sub == "clear" && args.size() == 3) return Clear(args[2], fabric, context);
   if (sub == "inject") {
-    return context.Usage(
-        "'fabric inject' needs one fault kind: link_down, gray_loss, "
-        "flapping_link, pfc_storm, degraded_link or dead_node");
+    return context.Usage(absl::StrCat("'fabric inject' needs one fault kind: ", FaultKindNames()));
   }
   if (sub == "clear") {
     return context.Usage("'fabric clear' needs a fault id (weftctl fabric faults) or 'all'");

@@ -131,6 +131,8 @@ TEST_F(FabricCommandTest, AnIncompleteFaultIsAUsageErrorAndNothingIsSent) {
   EXPECT_THAT(err_.str(), HasSubstr("gray_loss needs --value X"));
   ASSERT_EQ(Run({"fabric", "faults"}), 0);
   EXPECT_EQ(out_.str(), "no faults\n");
+  EXPECT_EQ(Run({"fabric", "inject"}), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("needs one fault kind: link_down, gray_loss,"));
   EXPECT_EQ(Run({"fabric", "explode"}), 2);
   EXPECT_THAT(err_.str(), HasSubstr("unknown fabric subcommand 'explode'"));
 }

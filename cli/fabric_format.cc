@@ -23,7 +23,7 @@ enum class ValueRange { kNotTaken, kOpenUnit, kUnitClosedAbove, kPositive };
 struct FaultKindRule {
   FabricFaultKind kind;
   bool takes_link;
-  bool takes_node;  // pfc_storm also takes --nic
+  bool takes_node;
   bool takes_nic;
   ValueRange value_range;
   const char* value_meaning;
@@ -41,12 +41,6 @@ constexpr FaultKindRule kFaultKindRules[] = {
      "the share of the cable's capacity left"},
     {weft::v1::FABRIC_FAULT_DEAD_NODE, false, true, false, ValueRange::kNotTaken, ""},
 };
-
-std::string KnownKinds() {
-  std::vector<std::string> names;
-  for (const FaultKindRule& rule : kFaultKindRules) names.push_back(FaultKindName(rule.kind));
-  return absl::StrJoin(names, ", ");
-}
 
 const char* RangeText(ValueRange range) {
   switch (range) {
@@ -93,12 +87,10 @@ absl::Status CheckFlag(absl::string_view kind, absl::string_view flag, bool take
 absl::Status CheckValue(absl::string_view kind, const FaultKindRule& rule,
                         const std::optional<double>& value) {
   const bool taken = rule.value_range != ValueRange::kNotTaken;
-  if (absl::Status s =
-          CheckFlag(kind, "value", taken, value.has_value(),
-                    absl::StrCat("X: ", rule.value_meaning, ", ", RangeText(rule.value_range)));
-      !s.ok() || !taken) {
-    return s;
-  }
+  const absl::Status given =
+      CheckFlag(kind, "value", taken, value.has_value(),
+                absl::StrCat("X: ", rule.value_meaning, ", ", RangeText(rule.value_range)));
+  if (!given.ok() || !taken) return given;
   if (InRange(rule.value_range, *value)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("fabric inject ", kind, ": --value ", *value,
                                                  " is out of range: ", rule.value_meaning, ", ",
@@ -118,6 +110,12 @@ std::string FaultKindName(FabricFaultKind kind) {
   std::string name = weft::v1::FabricFaultKind_Name(kind);
   if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix) name.erase(0, kPrefix.size());
   return absl::AsciiStrToLower(name);
+}
+
+std::string FaultKindNames() {
+  std::vector<std::string> names;
+  for (const FaultKindRule& rule : kFaultKindRules) names.push_back(FaultKindName(rule.kind));
+  return absl::StrJoin(names, ", ");
 }
 
 absl::StatusOr<FabricFault> MakeFabricFault(absl::string_view kind, const std::string& node,
@@ -143,7 +141,7 @@ absl::StatusOr<FabricFault> MakeFabricFault(absl::string_view kind, const std::s
     return fault;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("fabric inject: unknown fault kind '", kind, "'; one of: ", KnownKinds()));
+      absl::StrCat("fabric inject: unknown fault kind '", kind, "'; one of: ", FaultKindNames()));
 }
 
 std::string FormatFaultsTable(const weft::v1::ListFaultsResponse& faults) {

@@ -41,6 +41,9 @@ absl::StatusOr<weft::v1::FabricFault> MakeFabricFault(absl::string_view kind,
 // "link_down", "pfc_storm", ...: the name `inject` takes for `kind`.
 std::string FaultKindName(weft::v1::FabricFaultKind kind);
 
+// "link_down, gray_loss, ...": every kind `inject` takes, for messages.
+std::string FaultKindNames();
+
 // ID KIND TARGET VALUE INJECTED_AT_S, or "no faults".
 std::string FormatFaultsTable(const weft::v1::ListFaultsResponse& faults);
 
