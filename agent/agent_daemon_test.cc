@@ -5,6 +5,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/fabric_backend.h"
+#include "agent/fake_fabric_service.h"
 #include "agent/lldp.h"
 #include "agent/sim_backend.h"
 #include "common/daemon_config.h"
@@ -142,6 +144,61 @@ TEST_F(AgentDaemonTest, StartDiscoversTheSimulatedNodeAndStopIsIdempotent) {
   EXPECT_FALSE((*daemon)->agent().registered());
   (*daemon)->Stop();
   (*daemon)->Stop();
+}
+
+// The node as the fabric twin has it: two NICs, one GPU, another rack than the config's.
+weft::v1::ReadNodeResponse TwinNode(const std::string& node) {
+  weft::v1::ReadNodeResponse response;
+  response.set_node(node);
+  response.set_rack("rack-twin");
+  for (const char* device : {"mlx5_0", "mlx5_1"}) {
+    weft::v1::FabricNic* nic = response.add_nics();
+    nic->mutable_nic()->set_device(device);
+    nic->mutable_nic()->set_port(1);
+    nic->mutable_nic()->set_state(weft::v1::PORT_STATE_ACTIVE);
+    (*nic->mutable_counters()->mutable_port_counters())["port_xmit_data"] = 1;
+  }
+  response.add_gpus()->set_index(0);
+  return response;
+}
+
+weft::v1::AgentConfig FabricConfig(const std::string& address) {
+  weft::v1::AgentConfig config = SimulatedConfig();
+  config.set_backend("fabric");
+  config.set_rack("rack-a");
+  config.mutable_fabric()->set_address(address);
+  EXPECT_TRUE(ValidateAgentConfig(config).ok()) << ValidateAgentConfig(config);
+  return config;
+}
+
+TEST_F(AgentDaemonTest, FabricConfigDiscoversTheNodeFromTheTwin) {
+  FakeFabricServer twin;
+  twin.service().set_node(TwinNode("gpu-t01"));
+  absl::StatusOr<std::unique_ptr<AgentDaemon>> daemon = Build(FabricConfig(twin.address()));
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  EXPECT_NE(dynamic_cast<FabricNicBackend*>(&(*daemon)->backend()), nullptr)
+      << "lldp auto leaves a fabric backend bare";
+  ASSERT_TRUE((*daemon)->Start().ok());
+  const NodeInventory& inventory = (*daemon)->agent().inventory();
+  EXPECT_EQ(inventory.nics.size(), 2u);
+  EXPECT_EQ(inventory.gpus.size(), 1u);
+  ASSERT_EQ(inventory.notes.size(), 1u);
+  EXPECT_THAT(inventory.notes[0], HasSubstr("reports rack 'rack-a'"));
+  (*daemon)->Stop();
+}
+
+TEST_F(AgentDaemonTest, FabricTwinDownFailsStartNamingTheAddress) {
+  std::string address;
+  {
+    FakeFabricServer gone;  // a port that was free a moment ago and is closed now
+    address = gone.address();
+  }
+  absl::StatusOr<std::unique_ptr<AgentDaemon>> daemon = Build(FabricConfig(address));
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  absl::Status started = (*daemon)->Start();
+  EXPECT_EQ(started.code(), absl::StatusCode::kUnavailable) << started;
+  EXPECT_THAT(started.message(), HasSubstr(address));
+  EXPECT_THAT(started.message(), HasSubstr("is weft-fabric running?"));
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentCon
   if (flags.interval_ms) config->set_interval_ms(*flags.interval_ms);
   if (flags.backend) config->set_backend(*flags.backend);
   if (flags.root) config->mutable_linux()->set_root(*flags.root);
+  if (flags.fabric) config->mutable_fabric()->set_address(*flags.fabric);
   if (flags.lldp) config->set_lldp(*flags.lldp);
   if (flags.tunables_dry_run) config->set_tunables_dry_run(*flags.tunables_dry_run);
   if (flags.job_socket) config->set_job_socket(*flags.job_socket);

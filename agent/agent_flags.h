@@ -6,7 +6,9 @@
 //   --metrics HOST:PORT|off               /metrics endpoint
 //   --health HOST:PORT|off                gRPC health endpoint
 //   --interval_ms N
-//   --backend simulated|linux, --root DIR NIC backend and the Linux backend's sysfs root
+//   --backend simulated|linux|fabric      NIC backend
+//   --root DIR                            the Linux backend's sysfs root
+//   --fabric HOST:PORT                    the fabric backend's weft-fabric address
 //   --lldp auto|off|SOCKET                LLDP neighbors from lldpd
 //   --nics N, --gpus N, --traffic_level X simulated backend
 //   --fault NAME[,NAME...]                simulated faults (repeatable; replaces the
@@ -42,6 +44,7 @@ struct AgentFlagOverrides {
   std::optional<uint32_t> interval_ms;
   std::optional<std::string> backend;
   std::optional<std::string> root;
+  std::optional<std::string> fabric;  // fabric.address
   std::optional<std::string> lldp;
   std::optional<uint32_t> nics;
   std::optional<uint32_t> gpus;

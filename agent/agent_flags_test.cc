@@ -25,6 +25,28 @@ TEST(ParseSimFaultTest, RejectsUnknownNamesSayingWhatIsAccepted) {
   EXPECT_FALSE(ParseSimFault("").ok());
 }
 
+TEST(ApplyAgentFlagsTest, FabricFlagsSelectTheTwinAndKeepRackAndPod) {
+  weft::v1::AgentConfig config;
+  config.set_backend("simulated");
+  config.set_rack("rack-a");
+  config.set_pod("pod-1");
+  config.mutable_fabric()->set_address("10.0.0.9:7450");
+  AgentFlagOverrides flags;
+  flags.backend = "fabric";
+  flags.fabric = "127.0.0.1:7450";
+  ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
+  EXPECT_EQ(config.backend(), "fabric");
+  EXPECT_EQ(config.fabric().address(), "127.0.0.1:7450");
+  EXPECT_EQ(config.rack(), "rack-a");
+  EXPECT_EQ(config.pod(), "pod-1");
+
+  AgentFlagOverrides no_fabric_flag;
+  no_fabric_flag.backend = "fabric";
+  config.mutable_fabric()->set_address("10.0.0.9:7450");
+  ASSERT_TRUE(ApplyAgentFlags(no_fabric_flag, &config).ok());
+  EXPECT_EQ(config.fabric().address(), "10.0.0.9:7450") << "the file's address stays";
+}
+
 TEST(ApplyAgentFlagsTest, SetFlagsOverrideTheFileAndUnsetOnesLeaveIt) {
   weft::v1::AgentConfig config;
   config.set_node_name("from-file");

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agent/fabric_backend.h"
 #include "agent/linux/ethtool_stats.h"
 #include "agent/linux/linux_backend.h"
 #include "rdma/verbs_ibv.h"
@@ -9,10 +10,32 @@
 #include "agent/sim_backend.h"
 #include "agent/tunables/dcb_client.h"
 #include "common/logging.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 
 namespace weft::agent {
 
 namespace {
+
+// Plaintext on purpose: the twin is a simulation that runs next to its agents.
+absl::StatusOr<std::unique_ptr<NicBackend>> MakeFabricBackend(const weft::v1::AgentConfig& config,
+                                                              const Clock* clock) {
+  const std::string& address = config.fabric().address();
+  if (address.empty()) {
+    return absl::InvalidArgumentError(
+        "backend 'fabric' needs fabric.address (--fabric HOST:PORT), the address of "
+        "weft-fabric's gRPC server; it is empty");
+  }
+  FabricBackendOptions options;
+  options.address = address;
+  options.node = config.node_name();
+  options.rack = config.rack();
+  options.pod = config.pod();
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  return std::unique_ptr<NicBackend>(std::make_unique<FabricNicBackend>(
+      std::move(options), weft::v1::FabricService::NewStub(channel), clock));
+}
 
 absl::StatusOr<std::unique_ptr<NicBackend>> MakeBareBackend(const weft::v1::AgentConfig& config,
                                                             const Clock* clock) {
@@ -46,8 +69,10 @@ absl::StatusOr<std::unique_ptr<NicBackend>> MakeBareBackend(const weft::v1::Agen
     return std::unique_ptr<NicBackend>(std::make_unique<LinuxNicBackend>(
         std::move(options), std::make_unique<IoctlEthtoolReader>(), clock));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "backend '", config.backend(), "' is not a known NIC backend; accepted: simulated, linux"));
+  if (config.backend() == "fabric") return MakeFabricBackend(config, clock);
+  return absl::InvalidArgumentError(
+      absl::StrCat("backend '", config.backend(),
+                   "' is not a known NIC backend; accepted: simulated, linux, fabric"));
 }
 
 }  // namespace

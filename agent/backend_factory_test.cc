@@ -1,5 +1,7 @@
 #include "agent/backend_factory.h"
 
+#include "agent/fake_fabric_service.h"
+
 #include "common/daemon_config.h"
 #include "common/fake_clock.h"
 #include "gmock/gmock.h"
@@ -50,7 +52,41 @@ TEST(BackendFactoryTest, UnknownBackendIsRefused) {
   weft::v1::AgentConfig config = DefaultAgentConfig();
   config.set_backend("dpdk");
   EXPECT_THAT(MakeNicBackend(config, &clock).status().message(),
-              ::testing::HasSubstr("accepted: simulated, linux"));
+              ::testing::HasSubstr("accepted: simulated, linux, fabric"));
+}
+
+TEST(BackendFactoryTest, FabricBackendReadsTheNodeFromTheTwinAtTheAddress) {
+  FakeFabricServer twin;
+  weft::v1::ReadNodeResponse node;
+  node.set_node("gpu-a01");
+  node.add_nics()->mutable_nic()->set_device("mlx5_0");
+  node.add_nics()->mutable_nic()->set_device("mlx5_1");
+  twin.service().set_node(node);
+  FakeClock clock;
+  weft::v1::AgentConfig config = DefaultAgentConfig();
+  config.set_node_name("gpu-a01");
+  config.set_backend("fabric");
+  config.mutable_fabric()->set_address(twin.address());
+  auto backend = MakeNicBackend(config, &clock);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto inventory = (*backend)->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 2u);
+  EXPECT_EQ(inventory->nics[1].device(), "mlx5_1");
+  EXPECT_EQ((*backend)->Tunables().size(), 2u);
+  EXPECT_EQ(twin.service().read_node_calls(), 1);
+}
+
+TEST(BackendFactoryTest, FabricBackendWithoutAnAddressIsRefusedNamingTheField) {
+  FakeClock clock;
+  weft::v1::AgentConfig config = DefaultAgentConfig();
+  config.set_node_name("gpu-a01");
+  config.set_backend("fabric");
+  config.mutable_fabric()->set_address("");
+  absl::Status status = MakeNicBackend(config, &clock).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("fabric.address"));
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("--fabric"));
 }
 
 }  // namespace

@@ -28,9 +28,11 @@ ABSL_FLAG(bool, dry_run, false,
 ABSL_FLAG(std::optional<uint32_t>, fault_delay_ms, std::nullopt,
           "simulated faults (except dead) start this many ms after agent start");
 ABSL_FLAG(std::optional<std::string>, backend, std::nullopt,
-          "NIC backend: simulated or linux (inspect defaults to linux)");
+          "NIC backend: simulated, linux or fabric (inspect defaults to linux)");
 ABSL_FLAG(std::optional<std::string>, root, std::nullopt,
           "linux backend: filesystem root holding sys/ (default /)");
+ABSL_FLAG(std::optional<std::string>, fabric, std::nullopt,
+          "fabric backend: weft-fabric's HOST:PORT (overrides fabric.address)");
 ABSL_FLAG(std::string, output, "table", "inspect: table or json");
 ABSL_FLAG(std::optional<std::string>, lldp, std::nullopt,
           "LLDP neighbors from lldpd: auto, off, or lldpd's control socket path");
@@ -51,7 +53,7 @@ AgentCommandLine ParseAgentCommandLine(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "weft-agent --config FILE | --node NAME [flags]\n"
       "       [--tls_cert F --tls_key F --tls_ca F | --insecure]\n"
-      "       weft-agent inspect [--root DIR] [--backend linux|simulated] [--output table|json]");
+      "       weft-agent inspect [--root DIR] [--backend linux|simulated|fabric] [--fabric HOST:PORT] [--output table|json]");
   std::vector<std::string> merged =
       MergeRepeatedFlag(std::vector<std::string>(argv, argv + argc), "fault");
   std::vector<char*> merged_ptrs;
@@ -81,6 +83,7 @@ AgentCommandLine ParseAgentCommandLine(int argc, char** argv) {
   flags.fault_delay_ms = absl::GetFlag(FLAGS_fault_delay_ms);
   flags.backend = absl::GetFlag(FLAGS_backend);
   flags.root = absl::GetFlag(FLAGS_root);
+  flags.fabric = absl::GetFlag(FLAGS_fabric);
   flags.lldp = absl::GetFlag(FLAGS_lldp);
   if (absl::GetFlag(FLAGS_dry_run)) flags.tunables_dry_run = true;
   flags.job_socket = absl::GetFlag(FLAGS_job_socket);

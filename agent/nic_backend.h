@@ -1,6 +1,7 @@
 // NicBackend: where the agent's view of the node's hardware comes from. One
-// implementation per world: the simulated backend (agent/sim_backend.h) and, later,
-// the Linux backend over sysfs / ethtool / debugfs. The agent loop is the only caller;
+// implementation per world: the simulated backend (agent/sim_backend.h), the Linux
+// backend over sysfs / ethtool / debugfs (agent/linux/linux_backend.h) and a node of
+// the fabric twin (agent/fabric_backend.h). The agent loop is the only caller;
 // it discovers the inventory once per registration and reads counters once per
 // telemetry interval, then hands two consecutive readings to agent/counter_math.h.
 //

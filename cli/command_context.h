@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "cli/controller_client.h"
+#include "cli/fabric_format.h"
 #include "cli/place_command.h"
 #include "cli/transport.h"
 
@@ -34,7 +35,7 @@ struct WeftctlOptions {
   int timeout_ms = 5000;
   std::string rack;    // nodes
   std::string reason;  // drain, rollout abort
-  std::string node;    // events
+  std::string node;    // events, fabric inject
   std::string since;   // events, audit
   int limit = 0;       // events, audit
   std::string who;     // audit
@@ -48,6 +49,7 @@ struct WeftctlOptions {
   std::string topology;             // place/topology export --offline, topology check
   std::string observed;             // topology check --offline
   std::string occupancy;            // place --offline
+  FabricFlags fabric;               // fabric (--fabric, --nic, --link, --value, ...)
 };
 
 // "weftctl: PROBLEM", a blank line, then "usage: " and `usage`, on `err`; returns

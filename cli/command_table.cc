@@ -6,6 +6,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "cli/audit_command.h"
+#include "cli/fabric_command.h"
 #include "cli/node_commands.h"
 #include "cli/policy_command.h"
 #include "cli/prometheus_command.h"
@@ -62,6 +63,9 @@ const std::vector<Command>& Commands() {
     {"reservations",
         "  reservations                list the live reservations\n",
      {}, &RunReservationsCommand},
+    {"jobs",
+        "  jobs                        every reservation's job: progress and fabric congestion\n",
+     {}, &RunJobsCommand},
     {"topology",
         "  topology export --format slurm|k8s-labels|json [--offline --topology T.yaml]\n"
         "                              the rack and pod tiers for Slurm, Kubernetes or tools\n",
@@ -88,6 +92,11 @@ const std::vector<Command>& Commands() {
         "  audit [--who W] [--method M] [--since 10m|RFC3339] [--limit N]\n"
         "                              the audit log of mutating calls, oldest first\n",
      {"who", "method", "since", "limit"}, &RunAuditCommand},
+    {"fabric",
+        "  fabric faults | inject KIND [--node N] [--nic D] [--link L] [--value X] | clear ID|all\n"
+        "        | links [--prefix P] [--busy] | jobs [--fabric HOST:PORT]\n"
+        "                              the fabric twin (weft-fabric): faults, links, its jobs\n",
+     {"fabric", "node", "nic", "link", "value", "prefix", "busy"}, &RunFabricCommand},
   };
   return *commands;
 }

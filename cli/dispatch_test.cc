@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/command_table.h"
+#include "cli/weftctl_test_fixture.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -106,6 +107,19 @@ class FakePlacement final : public weft::v1::PlacementService::Service {
     return grpc::Status::OK;
   }
 
+  // train-7 on two nodes, having reported one iteration.
+  grpc::Status ListJobs(grpc::ServerContext*, const weft::v1::ListJobsRequest*,
+                        weft::v1::ListJobsResponse* response) override {
+    weft::v1::JobStatus* job = response->add_jobs();
+    job->mutable_reservation()->set_reservation_id("r-17");
+    job->mutable_reservation()->set_job_id("train-7");
+    job->mutable_reservation()->add_ring_order("gpu-a01");
+    job->mutable_reservation()->add_ring_order("gpu-a02");
+    job->mutable_progress()->set_iterations_done(9);
+    job->mutable_congestion()->add_findings("gpu-a02: DOWN (not reporting)");
+    return grpc::Status::OK;
+  }
+
   grpc::Status Release(grpc::ServerContext*, const weft::v1::ReleaseRequest* request,
                        weft::v1::ReleaseResponse*) override {
     absl::MutexLock lock(&mu_);
@@ -123,35 +137,16 @@ class FakePlacement final : public weft::v1::PlacementService::Service {
   std::vector<std::string> released_ ABSL_GUARDED_BY(mu_);
 };
 
-class DispatchTest : public ::testing::Test {
+class DispatchTest : public WeftctlTest {
  protected:
   void SetUp() override {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&admin_);
-    builder.RegisterService(&placement_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_NE(port, 0);
-    options_.transport.controller = absl::StrCat("127.0.0.1:", port);
+    ASSERT_NO_FATAL_FAILURE(StartServing({&admin_, &placement_}));
+    options_.transport.controller = address();
     options_.timeout_ms = 5000;
-  }
-
-  void TearDown() override { server_->Shutdown(); }
-
-  int Run(const std::vector<std::string>& args) {
-    out_.str("");
-    err_.str("");
-    return RunWeftctl(args, options_, out_, err_);
   }
 
   FakeAdmin admin_;
   FakePlacement placement_;
-  std::unique_ptr<grpc::Server> server_;
-  WeftctlOptions options_;
-  std::ostringstream out_;
-  std::ostringstream err_;
 };
 
 TEST_F(DispatchTest, NodesPrintsOneRowPerNodeOfTheControllersAnswer) {
@@ -173,6 +168,17 @@ TEST_F(DispatchTest, NodesAsJsonIsTheControllersAnswer) {
   EXPECT_THAT(out_.str(), StartsWith("{"));
   EXPECT_THAT(out_.str(), HasSubstr("\"name\": \"gpu-b07\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"drain_reason\": \"bad optic\""));
+}
+
+TEST_F(DispatchTest, JobsPrintsTheControllersJobsAsATableOrJson) {
+  ASSERT_EQ(Run({"jobs"}), 0) << err_.str();
+  EXPECT_THAT(out_.str(), StartsWith("JOB "));
+  EXPECT_THAT(out_.str(), HasSubstr("train-7  2 gpu-a01,gpu-a02"));
+  EXPECT_THAT(out_.str(), HasSubstr("gpu-a02: DOWN (not reporting)\n"));
+  options_.output = "json";
+  ASSERT_EQ(Run({"jobs"}), 0) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("\"iterations_done\": \"9\""));
+  EXPECT_EQ(Run({"jobs", "extra"}), 2);
 }
 
 TEST_F(DispatchTest, EachCallCarriesTheTimeoutAsItsDeadline) {

@@ -17,9 +17,6 @@ using weft::v1::NodeStatus;
 
 std::string Fixed(double value, int digits) { return absl::StrFormat("%.*f", digits, value); }
 
-// Counts per second are shown whole; small rates keep one decimal.
-std::string Rate(double per_s) { return per_s >= 100 ? Fixed(per_s, 0) : Fixed(per_s, 1); }
-
 double SampleTxGbps(const weft::v1::NicSample& s) {
   return s.port_counters().xmit_bytes().per_second() * 8 / 1e9;
 }
@@ -95,11 +92,16 @@ std::string EventCell(const weft::v1::Event& event) {
 // The number columns shared by the rack and pod tables.
 std::vector<std::string> CountAndRateCells(const weft::v1::NodeCounts& n,
                                            const weft::v1::NodeRates& r) {
-  return {absl::StrCat(n.total()),      absl::StrCat(n.healthy()),
-          absl::StrCat(n.degraded()),   absl::StrCat(n.down()),
-          absl::StrCat(n.drained()),    Fixed(r.tx_gbps(), 1),
-          Fixed(r.rx_gbps(), 1),        Rate(r.ecn_marked_per_s()),
-          Rate(r.cnp_sent_per_s()),     FormatShare(r.pfc_rx_pause_share()),
+  return {absl::StrCat(n.total()),
+          absl::StrCat(n.healthy()),
+          absl::StrCat(n.degraded()),
+          absl::StrCat(n.down()),
+          absl::StrCat(n.drained()),
+          Fixed(r.tx_gbps(), 1),
+          Fixed(r.rx_gbps(), 1),
+          FormatRatePerS(r.ecn_marked_per_s()),
+          FormatRatePerS(r.cnp_sent_per_s()),
+          FormatShare(r.pfc_rx_pause_share()),
           FormatShare(r.pfc_tx_pause_share())};
 }
 
@@ -120,6 +122,10 @@ std::string NoteCell(const NodeStatus& node) {
 }
 
 }  // namespace
+
+std::string FormatRatePerS(double per_s) {
+  return per_s >= 100 ? Fixed(per_s, 0) : Fixed(per_s, 1);
+}
 
 std::string NodeStateName(NodeState state) {
   const std::string& name = weft::v1::NodeState_Name(state);
@@ -143,7 +149,8 @@ std::string FormatNodesTable(const weft::v1::ListNodesResponse& response) {
     const std::string note = NoteCell(*n);
     rows.push_back({n->info().name(), n->info().rack().empty() ? "-" : n->info().rack(),
                     StateCell(*n), absl::StrCat(n->info().nics_size()), Fixed(r.tx_gbps(), 1),
-                    Fixed(r.rx_gbps(), 1), Rate(r.ecn_marked_per_s()), Rate(r.cnp_sent_per_s()),
+                    Fixed(r.rx_gbps(), 1), FormatRatePerS(r.ecn_marked_per_s()),
+                    FormatRatePerS(r.cnp_sent_per_s()),
                     FormatShare(r.pfc_rx_pause_share()), FormatShare(r.pfc_tx_pause_share()),
                     note});
   }
@@ -193,7 +200,7 @@ std::string FormatNodeDetail(const NodeStatus& node) {
     const auto& s = status.latest();
     const bool has_sample = status.has_latest() && s.error().empty();
     auto cell = [&](double v, bool rate) {
-      return has_sample ? (rate ? Rate(v) : Fixed(v, 1)) : std::string("-");
+      return has_sample ? (rate ? FormatRatePerS(v) : Fixed(v, 1)) : std::string("-");
     };
     const PfcPauseShares pause = PauseSharesOf(s);
     auto share = [&](double v) { return has_sample && pause.has_pfc ? FormatShare(v) : "-"; };

@@ -15,6 +15,9 @@ namespace weft {
 // "HEALTHY", "DOWN", ... (the enum name without its NODE_STATE_ prefix).
 std::string NodeStateName(weft::v1::NodeState state);
 
+// A count per second as weftctl's tables show it: whole from 100 up, else one decimal.
+std::string FormatRatePerS(double per_s);
+
 // One row per node: NODE RACK STATE NICS TX_GBPS RX_GBPS ECN_PKT/S CNP/S PFC_RX_PAUSED
 // PFC_TX_PAUSED (share of time, most-paused NIC and priority) NOTE, sorted by rack then
 // node name. NOTE carries the drain reason of a DRAINED node

@@ -4,6 +4,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "cli/job_format.h"
 #include "cli/place_command.h"
 #include "common/text_output.h"
 
@@ -133,6 +134,16 @@ int RunReservationsCommand(const std::vector<std::string>& args, const CommandCo
       &Placement::ListReservations, weft::v1::ListReservationsRequest(), &response);
   if (!status.ok()) return context.Failed("list reservations", status);
   context.out << (context.json() ? FormatJson(response) : FormatReservationsTable(response));
+  return kExitOk;
+}
+
+int RunJobsCommand(const std::vector<std::string>& args, const CommandContext& context) {
+  if (args.size() != 1) return context.Usage("'jobs' takes no arguments");
+  weft::v1::ListJobsResponse response;
+  absl::Status status =
+      context.controller.Call(&Placement::ListJobs, weft::v1::ListJobsRequest(), &response);
+  if (!status.ok()) return context.Failed("list jobs", status);
+  context.out << (context.json() ? FormatJson(response) : FormatJobsTable(response));
   return kExitOk;
 }
 

@@ -1,6 +1,7 @@
 // weftctl's placement commands over the controller's PlacementService: `place` (or
 // `place --offline`, the same engine on a topology file, no controller), `release ID |
-// --job J`, `renew (ID | --job J) [--ttl S]` and `reservations`. Request building and
+// --job J`, `renew (ID | --job J) [--ttl S]`, `reservations` and `jobs` (every
+// reservation with its job's progress and congestion, cli/job_format.h). Request building and
 // rendering are cli/place_command.h; these handlers parse nothing themselves, call the
 // controller through CommandContext::controller and print. Handlers of the command
 // table (cli/command_table.h): `args` starts with the command's name; the return value
@@ -22,6 +23,8 @@ int RunReleaseOrRenewCommand(const std::vector<std::string>& args,
                              const CommandContext& context);
 
 int RunReservationsCommand(const std::vector<std::string>& args, const CommandContext& context);
+
+int RunJobsCommand(const std::vector<std::string>& args, const CommandContext& context);
 
 }  // namespace weft
 

@@ -17,7 +17,7 @@ ABSL_FLAG(std::string, token_file, "", "file whose first line is the bearer toke
 ABSL_FLAG(bool, insecure, false, "plaintext to a non-loopback controller");
 ABSL_FLAG(std::string, rack, "", "nodes: only nodes of this rack");
 ABSL_FLAG(std::string, reason, "", "drain: why the node is drained (shown to operators)");
-ABSL_FLAG(std::string, node, "", "events: only this node's events");
+ABSL_FLAG(std::string, node, "", "events: only this node's events; fabric inject: the node");
 ABSL_FLAG(std::string, since, "",
           "events, audit: only entries since a duration ago (10m, 1h30m) or an RFC 3339 "
           "time");
@@ -27,7 +27,7 @@ ABSL_FLAG(std::string, method, "", "audit: only this RPC (DrainNode or its full 
 ABSL_FLAG(std::string, pod, "", "racks: only racks of this pod");
 ABSL_FLAG(std::string, out, "",
           "prometheus targets: file to replace atomically (default: stdout)");
-ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller, milliseconds");
+ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller (or weft-fabric), milliseconds");
 ABSL_FLAG(std::string, job, "",
           "place: the job id (keys the reservation); release, renew: the job whose "
           "reservation");
@@ -63,6 +63,15 @@ ABSL_FLAG(std::string, observed, "",
           "topology check --offline: the observed snapshot (topology export --format json)");
 ABSL_FLAG(std::string, occupancy, "",
           "place --offline: YAML of nodes already taken (weft.v1.Occupancy)");
+ABSL_FLAG(std::string, fabric, "127.0.0.1:7300",
+          "fabric: weft-fabric's gRPC address, HOST:PORT (plaintext: a loopback simulation)");
+ABSL_FLAG(std::string, nic, "", "fabric inject: the NIC, e.g. mlx5_0 (pfc_storm)");
+ABSL_FLAG(std::string, link, "",
+          "fabric inject: the cable, as `weftctl fabric links` names it");
+ABSL_FLAG(std::optional<double>, value, std::nullopt,
+          "fabric inject: the fault's magnitude (a share, or seconds for flapping_link)");
+ABSL_FLAG(std::string, prefix, "", "fabric links: only links with an end named so");
+ABSL_FLAG(bool, busy, false, "fabric links: only links carrying traffic or paused");
 
 namespace weft {
 
@@ -120,6 +129,13 @@ WeftctlOptions WeftctlOptionsFromFlags() {
   options.topology = absl::GetFlag(FLAGS_topology);
   options.observed = absl::GetFlag(FLAGS_observed);
   options.occupancy = absl::GetFlag(FLAGS_occupancy);
+  FabricFlags& fabric = options.fabric;
+  fabric.address = absl::GetFlag(FLAGS_fabric);
+  fabric.nic = absl::GetFlag(FLAGS_nic);
+  fabric.link = absl::GetFlag(FLAGS_link);
+  fabric.value = absl::GetFlag(FLAGS_value);
+  fabric.prefix = absl::GetFlag(FLAGS_prefix);
+  fabric.busy = absl::GetFlag(FLAGS_busy);
   return options;
 }
 

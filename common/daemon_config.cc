@@ -219,10 +219,11 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
   RETURN_IF_ERROR(ValidateRules(config, kAgentContext));
   RETURN_IF_ERROR(ValidateTransport(kAgentContext, config.tls(), config.insecure(),
                                     "controller_address", config.controller_address()));
-  if (config.backend() != "simulated" && config.backend() != "linux") {
+  if (config.backend() != "simulated" && config.backend() != "linux" &&
+      config.backend() != "fabric") {
     return Invalid(kAgentContext, "backend",
                    absl::StrCat("value '", config.backend(), "' is not a known backend"),
-                   "simulated, linux");
+                   "simulated, linux, fabric");
   }
   // sockaddr_un.sun_path holds 108 bytes, the terminating NUL included.
   if (config.job_socket() != "off" &&

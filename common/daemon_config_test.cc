@@ -220,10 +220,15 @@ TEST(DaemonConfigTest, AgentBackend) {
             "string");
 
   config = ValidAgentConfig();
+  config.set_backend("fabric");
+  EXPECT_TRUE(ValidateAgentConfig(config).ok())
+      << "an empty fabric.address is the backend factory's to refuse";
+
+  config = ValidAgentConfig();
   config.set_backend("Simulated");
   EXPECT_EQ(ValidateAgentConfig(config).message(),
             "agent config: field 'backend': value 'Simulated' is not a known backend; "
-            "accepted: simulated, linux");
+            "accepted: simulated, linux, fabric");
 
   config.set_backend("");
   EXPECT_EQ(ValidateAgentConfig(config).message(),

@@ -63,6 +63,10 @@ const std::vector<MethodRule>& AllMethodRules() {
       {"/weft.v1.PlacementService/Renew", Role::kScheduler, true, "reservation_id"},
       {"/weft.v1.PlacementService/ListReservations", Role::kViewer, false, ""},
       {"/weft.v1.PlacementService/GetTopology", Role::kViewer, false, ""},
+      // A job (through its scheduler's credentials) reports on its own reservation.
+      {"/weft.v1.PlacementService/ReportJobProgress", Role::kScheduler, true,
+       "reservation_id"},
+      {"/weft.v1.PlacementService/ListJobs", Role::kViewer, false, ""},
       // QoS/DCQCN policy rollouts: validating and diffing read; starting one changes the
       // fabric's policy (admin); pausing, resuming and aborting are an operator's.
       {"/weft.v1.RolloutService/ValidatePolicy", Role::kViewer, false, ""},
@@ -81,9 +85,10 @@ const std::vector<MethodRule>& AllMethodRules() {
 }
 
 const std::vector<absl::string_view>& ServicesNotOnTheController() {
-  // weft-agent serves JobService to local processes on a Unix socket.
+  // weft-agent serves JobService to local processes on a Unix socket; weft-fabric, the
+  // fabric twin, serves FabricService in plaintext on loopback (a simulation).
   static const std::vector<absl::string_view>* const kServices =
-      new std::vector<absl::string_view>{"weft.v1.JobService"};
+      new std::vector<absl::string_view>{"weft.v1.JobService", "weft.v1.FabricService"};
   return *kServices;
 }
 

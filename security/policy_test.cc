@@ -93,6 +93,18 @@ TEST(PolicyTest, RefusalsNameTheRoleNeeded) {
   EXPECT_TRUE(Authorize("/grpc.health.v1.Health/Check", Principal()).ok());
 }
 
+TEST(PolicyTest, JobProgressIsTheSchedulersAndJobsAreForEveryone) {
+  const MethodRule* report = FindMethodRule("/weft.v1.PlacementService/ReportJobProgress");
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(report->required, FindMethodRule("/weft.v1.PlacementService/Place")->required);
+  EXPECT_TRUE(report->mutating);  // audited, as Place is
+  EXPECT_EQ(report->target_field, "reservation_id");
+  Principal viewer{"carol", Role::kViewer, "token"};
+  EXPECT_EQ(Authorize("/weft.v1.PlacementService/ReportJobProgress", viewer).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(Authorize("/weft.v1.PlacementService/ListJobs", viewer).ok());
+}
+
 TEST(PolicyTest, MutatingMethodsNameTheirTarget) {
   for (const MethodRule& rule : AllMethodRules()) {
     if (rule.mutating) {

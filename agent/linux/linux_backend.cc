@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/host_counters.h"
 #include "agent/tunables/linux_tunables.h"
 #include "common/status_macros.h"
 
@@ -47,76 +48,12 @@ int CommonDepth(absl::string_view a, absl::string_view b) {
   return depth;
 }
 
-// Which directory a counter lives in and when a port is expected to have it (a counter
-// the port is expected to have and lacks is listed in missing_counters).
-enum class CounterGroup {
-  kPort,            // counters/ (or counters_ext/): every port
-  kCongestion,      // hw_counters/, RoCE (Ethernet) ports
-  kRetransmission,  // hw_counters/, every port with a hw_counters/ directory
-  kOptional,        // hw_counters/ optional counters: off unless enabled; never missing
-};
-
-struct CounterSpec {
-  const char* file;
-  RawNicCounters::Value RawNicCounters::*field;
-  CounterGroup group;
-  // mlx4's counters_ext/ file holding the same quantity in 64 bits; it wins over
-  // counters/, which then holds the 32-bit PMA value that saturates.
-  const char* ext_file = nullptr;
-  bool four_octet_words = false;  // port_*_data count 4-octet words
-};
-
-constexpr CounterSpec kCounters[] = {
-    {"port_xmit_data", &RawNicCounters::port_xmit_bytes, CounterGroup::kPort,
-     "port_xmit_data_64", true},
-    {"port_rcv_data", &RawNicCounters::port_rcv_bytes, CounterGroup::kPort, "port_rcv_data_64",
-     true},
-    {"port_xmit_packets", &RawNicCounters::port_xmit_packets, CounterGroup::kPort,
-     "port_xmit_packets_64"},
-    {"port_rcv_packets", &RawNicCounters::port_rcv_packets, CounterGroup::kPort,
-     "port_rcv_packets_64"},
-    {"unicast_xmit_packets", &RawNicCounters::unicast_xmit_packets, CounterGroup::kPort,
-     "port_unicast_xmit_packets"},
-    {"unicast_rcv_packets", &RawNicCounters::unicast_rcv_packets, CounterGroup::kPort,
-     "port_unicast_rcv_packets"},
-    {"multicast_xmit_packets", &RawNicCounters::multicast_xmit_packets, CounterGroup::kPort,
-     "port_multicast_xmit_packets"},
-    {"multicast_rcv_packets", &RawNicCounters::multicast_rcv_packets, CounterGroup::kPort,
-     "port_multicast_rcv_packets"},
-    {"port_xmit_discards", &RawNicCounters::port_xmit_discards, CounterGroup::kPort},
-    {"port_rcv_errors", &RawNicCounters::port_rcv_errors, CounterGroup::kPort},
-    {"link_downed", &RawNicCounters::link_downed, CounterGroup::kPort},
-    {"symbol_error", &RawNicCounters::symbol_error, CounterGroup::kPort},
-    {"link_error_recovery", &RawNicCounters::link_error_recovery, CounterGroup::kPort},
-    {"port_xmit_wait", &RawNicCounters::port_xmit_wait, CounterGroup::kPort},
-    {"np_ecn_marked_roce_packets", &RawNicCounters::np_ecn_marked_roce_packets,
-     CounterGroup::kCongestion},
-    {"np_cnp_sent", &RawNicCounters::np_cnp_sent, CounterGroup::kCongestion},
-    {"rp_cnp_handled", &RawNicCounters::rp_cnp_handled, CounterGroup::kCongestion},
-    {"rp_cnp_ignored", &RawNicCounters::rp_cnp_ignored, CounterGroup::kCongestion},
-    {"out_of_sequence", &RawNicCounters::out_of_sequence, CounterGroup::kRetransmission},
-    {"packet_seq_err", &RawNicCounters::packet_seq_err, CounterGroup::kRetransmission},
-    {"local_ack_timeout_err", &RawNicCounters::local_ack_timeout_err,
-     CounterGroup::kRetransmission},
-    {"rnr_nak_retry_err", &RawNicCounters::rnr_nak_retry_err, CounterGroup::kRetransmission},
-    {"implied_nak_seq_err", &RawNicCounters::implied_nak_seq_err, CounterGroup::kRetransmission},
-    {"duplicate_request", &RawNicCounters::duplicate_request, CounterGroup::kRetransmission},
-    {"out_of_buffer", &RawNicCounters::out_of_buffer, CounterGroup::kRetransmission},
-    {"cc_rx_ce_pkts", &RawNicCounters::cc_rx_ce_pkts, CounterGroup::kOptional},
-    {"cc_rx_cnp_pkts", &RawNicCounters::cc_rx_cnp_pkts, CounterGroup::kOptional},
-    {"cc_tx_cnp_pkts", &RawNicCounters::cc_tx_cnp_pkts, CounterGroup::kOptional},
-    {"rdma_tx_packets", &RawNicCounters::rdma_tx_packets, CounterGroup::kOptional},
-    {"rdma_tx_bytes", &RawNicCounters::rdma_tx_bytes, CounterGroup::kOptional},
-    {"rdma_rx_packets", &RawNicCounters::rdma_rx_packets, CounterGroup::kOptional},
-    {"rdma_rx_bytes", &RawNicCounters::rdma_rx_bytes, CounterGroup::kOptional},
-};
-
 // How long absent counter files stay unprobed: optional counters can be switched on at
 // run time, and a firmware update can add files.
 constexpr absl::Duration kReprobeAbsentEvery = absl::Seconds(60);
 
 // The root-relative paths where `spec` may live, best first.
-std::vector<std::string> CounterPaths(const std::string& port_dir, const CounterSpec& spec) {
+std::vector<std::string> CounterPaths(const std::string& port_dir, const HostCounterSpec& spec) {
   if (spec.group == CounterGroup::kPort) {
     std::vector<std::string> paths;
     if (spec.ext_file != nullptr) paths.push_back(absl::StrCat(port_dir, "/counters_ext/", spec.ext_file));
@@ -125,7 +62,7 @@ std::vector<std::string> CounterPaths(const std::string& port_dir, const Counter
   }
   // A switchdev representor's hardware counters carry a vport_ prefix.
   return {absl::StrCat(port_dir, "/hw_counters/", spec.file),
-          absl::StrCat(port_dir, "/hw_counters/vport_", spec.file)};
+          absl::StrCat(port_dir, "/hw_counters/", kVportPrefix, spec.file)};
 }
 
 // Why a file could not be used, without its path: "Permission denied".
@@ -133,35 +70,6 @@ std::string Reason(const absl::Status& status) {
   absl::string_view message = status.message();
   const size_t colon = message.rfind(": ");
   return std::string(colon == absl::string_view::npos ? message : message.substr(colon + 2));
-}
-
-bool IsRoce(const std::string& link_layer) { return link_layer.empty() || link_layer == "Ethernet"; }
-
-// The per-priority PFC counters among ethtool's: rx/tx_prio{p}_pause and
-// rx/tx_prio{p}_pause_duration. A priority is reported when its pause counters exist,
-// which on mlx5 is while PFC is enabled on it.
-std::vector<RawPfcCounters> PfcFromEthtool(const EthtoolStats& stats) {
-  std::map<uint32_t, RawPfcCounters> by_prio;
-  for (const auto& [name, value] : stats) {
-    absl::string_view rest = name;
-    const bool rx = absl::ConsumePrefix(&rest, "rx_prio");
-    if (!rx && !absl::ConsumePrefix(&rest, "tx_prio")) continue;
-    if (rest.size() < 2 || rest[0] < '0' || rest[0] > '7') continue;
-    const uint32_t prio = rest[0] - '0';
-    rest.remove_prefix(1);
-    if (rest == "_pause") {
-      RawPfcCounters& c = by_prio[prio];
-      c.priority = prio;
-      (rx ? c.rx_pause : c.tx_pause) = value;
-    } else if (rest == "_pause_duration") {
-      RawPfcCounters& c = by_prio[prio];
-      c.priority = prio;
-      (rx ? c.rx_pause_duration_us : c.tx_pause_duration_us) = value;
-    }
-  }
-  std::vector<RawPfcCounters> out;
-  for (const auto& [prio, c] : by_prio) out.push_back(c);
-  return out;
 }
 
 }  // namespace
@@ -355,7 +263,7 @@ absl::StatusOr<NodeInventory> LinuxNicBackend::Discover() {
   tunables_.clear();
   std::vector<std::string> not_roce;
   for (const weft::v1::Nic& nic : inventory.nics) {
-    if (!IsRoce(nic.link_layer())) {
+    if (!IsRoceLinkLayer(nic.link_layer())) {
       not_roce.push_back(absl::StrCat(nic.device(), " port ", nic.port(), " (", nic.link_layer(), ")"));
       continue;
     }
@@ -385,7 +293,7 @@ std::unique_ptr<LinuxNicBackend::PortFiles> LinuxNicBackend::OpenPortFiles(const
   } else {
     files->state_error = Reason(state.status());
   }
-  for (size_t i = 0; i < std::size(kCounters); ++i) files->unopened.push_back(i);
+  for (size_t i = 0; i < HostCounterSpecs().size(); ++i) files->unopened.push_back(i);
   ProbeCounters(port, files.get());
   return files;
 }
@@ -398,7 +306,7 @@ void LinuxNicBackend::ProbeCounters(const Port& port, PortFiles* files) {
   if (!has_hw_counters) files->absent.push_back("hw_counters/");
   std::vector<size_t> still_unopened;
   for (size_t i : files->unopened) {
-    const CounterSpec& spec = kCounters[i];
+    const HostCounterSpec& spec = HostCounterSpecs()[i];
     absl::Status why = absl::NotFoundError("absent");
     bool opened = false;
     for (const std::string& path : CounterPaths(port_dir, spec)) {
@@ -412,11 +320,7 @@ void LinuxNicBackend::ProbeCounters(const Port& port, PortFiles* files) {
     }
     if (opened) continue;
     still_unopened.push_back(i);
-    const bool expected =
-        spec.group == CounterGroup::kPort ||
-        (has_hw_counters && spec.group == CounterGroup::kRetransmission) ||
-        (has_hw_counters && spec.group == CounterGroup::kCongestion && IsRoce(port.link_layer));
-    if (!expected) continue;
+    if (!ExpectedOnPort(spec, has_hw_counters, IsRoceLinkLayer(port.link_layer))) continue;
     files->absent.push_back(absl::IsNotFound(why) ? std::string(spec.file)
                                                   : absl::StrCat(spec.file, ": ", Reason(why)));
   }
@@ -458,7 +362,7 @@ RawNicReading LinuxNicBackend::ReadPort(Port& port) {
 
   RawNicCounters& c = reading.counters;
   for (const OpenCounter& counter : files.counters) {
-    const CounterSpec& spec = kCounters[counter.spec];
+    const HostCounterSpec& spec = HostCounterSpecs()[counter.spec];
     absl::StatusOr<std::string> text = counter.file.ReadString();
     if (!text.ok()) {
       // ENODEV/ENOENT: the attribute went away (a driver reload); reopen everything.
@@ -480,7 +384,7 @@ RawNicReading LinuxNicBackend::ReadPort(Port& port) {
           absl::StrCat(spec.file, ": not a number: '", absl::CHexEscape(text->substr(0, 32)), "'"));
       continue;
     }
-    c.*spec.field = spec.four_octet_words ? *value * 4 : *value;
+    SetHostCounter(spec, *value, &c);
   }
   if (!sysfs_.Exists(port_dir)) {
     // The device went away while we read it: what we read is not one consistent sample.

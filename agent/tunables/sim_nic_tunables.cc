@@ -30,6 +30,16 @@ SimNicTunables::SimNicTunables(std::string device) : device_(std::move(device)) 
   UpdateMasks();
 }
 
+SimNicTunables::SimNicTunables(std::string device, const weft::v1::NodeQos& qos,
+                               const weft::v1::DcqcnParams& dcqcn)
+    : SimNicTunables(std::move(device)) {
+  weft::v1::DesiredState reported;
+  *reported.mutable_qos() = qos;
+  *reported.mutable_dcqcn() = dcqcn;
+  for (const ParamValue& p : DesiredParameters(reported)) values_[p.parameter] = p.value;
+  UpdateMasks();
+}
+
 std::vector<std::string> SimNicTunables::Parameters() const { return AllParameterNames(); }
 
 absl::StatusOr<std::string> SimNicTunables::Read(absl::string_view parameter) {

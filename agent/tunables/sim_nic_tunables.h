@@ -10,6 +10,8 @@
 // fault "reject_tunables": every write fails as a refused firmware command.
 // The simulated backend reads the switches of the RoCE priority to shape its counters
 // and calls `before_write` so it can integrate the counters up to the change first.
+// The fabric backend (agent/fabric_backend.h) keeps a twin NIC's state in one, started
+// from the twin's reading, so it checks writes with the same rules.
 // Thread-compatible.
 #ifndef WEFT_AGENT_TUNABLES_SIM_NIC_TUNABLES_H_
 #define WEFT_AGENT_TUNABLES_SIM_NIC_TUNABLES_H_
@@ -27,6 +29,11 @@ namespace weft::agent {
 class SimNicTunables : public NicTunables {
  public:
   explicit SimNicTunables(std::string device);
+  // Starts from the state above with the values `qos` and `dcqcn` set laid over it (what
+  // a NIC reported, e.g. the fabric twin's NicTunablesReading; an unset field keeps the
+  // recipe's value). The values are taken as the NIC has them, unchecked.
+  SimNicTunables(std::string device, const weft::v1::NodeQos& qos,
+                 const weft::v1::DcqcnParams& dcqcn);
 
   const std::string& device() const override { return device_; }
   std::vector<std::string> Parameters() const override;
@@ -40,6 +47,8 @@ class SimNicTunables : public NicTunables {
   uint8_t pfc_mask() const { return pfc_mask_; }
   uint8_t rp_mask() const { return rp_mask_; }
   uint8_t np_mask() const { return np_mask_; }
+  // Every parameter's current value (what ParamsToProto turns into the NIC's state).
+  const ParamMap& values() const { return values_; }
 
  private:
   absl::Status Check(absl::string_view parameter, absl::string_view value) const;

@@ -21,6 +21,22 @@ TEST(SimNicTunablesTest, StartsAtTheRecipeAndFirmwareDefaults) {
   EXPECT_EQ(nic.rp_mask(), 0xff);
 }
 
+TEST(SimNicTunablesTest, StartsFromAReportedStateOverTheDefaults) {
+  weft::v1::NodeQos qos = RecipeQos();
+  qos.clear_pfc_priorities();
+  qos.add_pfc_priorities(4);
+  weft::v1::DcqcnParams dcqcn;
+  dcqcn.set_rp_ai_rate(20);
+  dcqcn.add_rp_enabled_priorities(3);
+  SimNicTunables nic("mlx5_1", qos, dcqcn);
+  EXPECT_EQ(*nic.Read("pfc_priorities"), "4");
+  EXPECT_EQ(*nic.Read("rp_ai_rate"), "20");
+  EXPECT_EQ(*nic.Read("rp_time_reset"), "300") << "unset in the report: the default";
+  EXPECT_EQ(nic.pfc_mask(), 0x10);
+  EXPECT_EQ(nic.rp_mask(), 0x08);
+  EXPECT_EQ(nic.values().at("rp_ai_rate"), "20");
+}
+
 TEST(SimNicTunablesTest, WritesAreCheckedLikeTheFirmwareAndDriver) {
   SimNicTunables nic("mlx5_0");
   EXPECT_THAT(nic.Write("rp_gd", "16").message(), HasSubstr("0..15"));

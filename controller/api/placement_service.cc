@@ -56,4 +56,18 @@ grpc::ServerUnaryReactor* PlacementServiceImpl::GetTopology(
   return FinishWith(context, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* PlacementServiceImpl::ReportJobProgress(
+    grpc::CallbackServerContext* context, const weft::v1::ReportJobProgressRequest* request,
+    weft::v1::ReportJobProgressResponse* /*response*/) {
+  return FinishWith(context,
+                    placement_->ReportJobProgress(request->reservation_id(), request->progress()));
+}
+
+grpc::ServerUnaryReactor* PlacementServiceImpl::ListJobs(
+    grpc::CallbackServerContext* context, const weft::v1::ListJobsRequest* /*request*/,
+    weft::v1::ListJobsResponse* response) {
+  *response = placement_->ListJobs();
+  return FinishWith(context, absl::OkStatus());
+}
+
 }  // namespace weft::controller

@@ -5,7 +5,9 @@
 // the RPC's, code and message unchanged (RESOURCE_EXHAUSTED with where capacity is
 // free, FAILED_PRECONDITION for constraints no state of the cluster could meet or a job
 // holding another reservation, INVALID_ARGUMENT for a bad request or unknown QoS class,
-// NOT_FOUND for an unknown or expired reservation).
+// NOT_FOUND for an unknown or expired reservation). ReportJobProgress keeps a job's
+// newest iteration in memory only (not durable: lost on a controller restart); ListJobs
+// answers every reservation with it and the congestion on the job's nodes.
 //
 // Handlers run on gRPC's callback threads and finish inline; Place holds the
 // reservation book's mutex while the engine runs (milliseconds). Thread-safe.
@@ -42,6 +44,12 @@ class PlacementServiceImpl final : public weft::v1::PlacementService::CallbackSe
   grpc::ServerUnaryReactor* GetTopology(grpc::CallbackServerContext* context,
                                         const weft::v1::GetTopologyRequest* request,
                                         weft::v1::GetTopologyResponse* response) override;
+  grpc::ServerUnaryReactor* ReportJobProgress(
+      grpc::CallbackServerContext* context, const weft::v1::ReportJobProgressRequest* request,
+      weft::v1::ReportJobProgressResponse* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const weft::v1::ListJobsRequest* request,
+                                     weft::v1::ListJobsResponse* response) override;
 
  private:
   PlacementManager* const placement_;

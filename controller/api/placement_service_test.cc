@@ -1,5 +1,6 @@
 // PlacementServiceImpl over a real in-process gRPC server on 127.0.0.1:0: each RPC maps
-// to the PlacementManager and its refusals arrive with the right code and message.
+// to the PlacementManager and its refusals arrive with the right code and message; jobs'
+// progress joins the inventory's telemetry in ListJobs.
 #include "controller/api/placement_service.h"
 
 #include <memory>
@@ -182,6 +183,123 @@ TEST_F(PlacementServiceTest, GetTopology) {
   EXPECT_TRUE(topology.snapshot().nodes(2).drained());
   EXPECT_EQ(topology.snapshot().nodes(0).gpus_size(), 4);
   EXPECT_EQ(topology.omitted_size(), 0);
+}
+
+weft::v1::TelemetryBatch CongestedNicBatch() {
+  weft::v1::NicSample sample;
+  sample.set_device("mlx5_0");
+  sample.set_port(1);
+  sample.set_rates_valid(true);
+  sample.mutable_congestion()->mutable_np_ecn_marked_roce_packets()->set_per_second(1200);
+  sample.mutable_congestion()->mutable_np_cnp_sent()->set_per_second(150);
+  sample.mutable_retransmission()->mutable_packet_seq_err()->set_per_second(2);
+  weft::v1::PriorityPfcCounters* pfc = sample.add_pfc();
+  pfc->set_priority(3);
+  pfc->mutable_rx_pause_duration_us()->set_per_second(250'000);  // paused 25% of the time
+  weft::v1::TelemetryBatch batch;
+  *batch.add_samples() = sample;
+  return batch;
+}
+
+weft::v1::JobProgress Iteration(uint64_t done, double iteration_s) {
+  weft::v1::JobProgress progress;
+  progress.set_iterations_done(done);
+  progress.set_iteration_s(iteration_s);
+  progress.set_first_iteration_s(1.0);
+  progress.set_model("llama-7b");
+  return progress;
+}
+
+class JobsApiTest : public PlacementServiceTest {
+ protected:
+  // Places "job-1" on the two nodes of rack r1 (n1, n2) for 60 s.
+  weft::v1::PlacementResponse PlaceJob() {
+    weft::v1::PlacementRequest request;
+    request.set_job_id("job-1");
+    request.set_node_count(2);
+    request.set_lease_ttl_s(60);
+    weft::v1::PlacementResponse placed;
+    grpc::Status status = Place(request, &placed);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return placed;
+  }
+
+  grpc::Status Report(const std::string& reservation_id, const weft::v1::JobProgress& progress) {
+    grpc::ClientContext context;
+    weft::v1::ReportJobProgressRequest request;
+    request.set_reservation_id(reservation_id);
+    *request.mutable_progress() = progress;
+    weft::v1::ReportJobProgressResponse response;
+    return stub_->ReportJobProgress(&context, request, &response);
+  }
+
+  weft::v1::ListJobsResponse ListJobs() {
+    grpc::ClientContext context;
+    weft::v1::ListJobsResponse jobs;
+    grpc::Status status = stub_->ListJobs(&context, weft::v1::ListJobsRequest(), &jobs);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return jobs;
+  }
+};
+
+TEST_F(JobsApiTest, ReportedProgressAndTheNodesCongestionAppearInListJobs) {
+  const weft::v1::PlacementResponse placed = PlaceJob();
+  ASSERT_THAT(placed.ring_order(), ::testing::UnorderedElementsAre("n1", "n2"));
+  ASSERT_EQ(ListJobs().jobs_size(), 1);
+  EXPECT_FALSE(ListJobs().jobs(0).has_progress());
+
+  ASSERT_TRUE(inventory_.AcceptTelemetry("n1", 1, CongestedNicBatch()).ok());
+  ASSERT_TRUE(inventory_.Drain("n2", "bad optic").ok());
+  ASSERT_TRUE(Report(placed.reservation_id(), Iteration(7, 1.25)).ok());
+
+  const weft::v1::ListJobsResponse jobs = ListJobs();
+  ASSERT_EQ(jobs.jobs_size(), 1);
+  const weft::v1::JobStatus& job = jobs.jobs(0);
+  EXPECT_EQ(job.reservation().reservation_id(), placed.reservation_id());
+  EXPECT_EQ(job.progress().iterations_done(), 7u);
+  EXPECT_EQ(job.progress().model(), "llama-7b");
+  EXPECT_EQ(job.progress().reported_at_unix_ms(), absl::ToUnixMillis(clock_.Now()));
+  EXPECT_DOUBLE_EQ(job.congestion().ecn_marked_per_s(), 1200);
+  EXPECT_DOUBLE_EQ(job.congestion().cnp_sent_per_s(), 150);
+  EXPECT_DOUBLE_EQ(job.congestion().retransmits_per_s(), 2);
+  EXPECT_DOUBLE_EQ(job.congestion().pfc_pause_share(), 0.25);
+  EXPECT_THAT(job.congestion().findings(), ::testing::ElementsAre("n2: DRAINED (bad optic)"));
+}
+
+TEST_F(JobsApiTest, ProgressOfAnUnknownReservationIsNotFoundWithAHint) {
+  grpc::Status status = Report("r-nope", Iteration(1, 1));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("'r-nope'"));
+  EXPECT_THAT(status.error_message(), HasSubstr("place the job first, or renew its lease"));
+
+  status = Report("", Iteration(1, 1));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(JobsApiTest, InvalidProgressIsRefusedNamingTheField) {
+  const weft::v1::PlacementResponse placed = PlaceJob();
+  weft::v1::JobProgress progress = Iteration(1, 1);
+  progress.add_phases()->set_busbw_bytes_per_s(-5);
+  grpc::Status status = Report(placed.reservation_id(), progress);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("progress.phases[0].busbw_bytes_per_s is -5"));
+  EXPECT_FALSE(ListJobs().jobs(0).has_progress());
+}
+
+TEST_F(JobsApiTest, ProgressLeavesWithItsReleasedOrExpiredReservation) {
+  weft::v1::PlacementResponse placed = PlaceJob();
+  ASSERT_TRUE(Report(placed.reservation_id(), Iteration(1, 1)).ok());
+  ASSERT_TRUE(manager_.Release(placed.reservation_id()).ok());
+  EXPECT_EQ(ListJobs().jobs_size(), 0);
+  EXPECT_EQ(Report(placed.reservation_id(), Iteration(2, 1)).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  placed = PlaceJob();
+  ASSERT_TRUE(Report(placed.reservation_id(), Iteration(1, 1)).ok());
+  clock_.Advance(absl::Seconds(61));
+  EXPECT_EQ(ListJobs().jobs_size(), 0);
+  EXPECT_EQ(Report(placed.reservation_id(), Iteration(2, 1)).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 }  // namespace

@@ -1,13 +1,17 @@
 #include "controller/placement/placement_manager.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "controller/placement/job_congestion.h"
 #include "placement/topology.h"
 
 namespace weft::controller {
@@ -161,6 +165,7 @@ absl::Status PlacementManager::Release(absl::string_view reservation_id) {
     }
   }
   absl::Status released = book_.Release(reservation_id);
+  progress_.Forget(reservation_id);
   RefreshGauges();
   if (released.ok()) WEFT_LOG(INFO) << "reservation released id=" << reservation_id;
   return released;
@@ -185,6 +190,48 @@ absl::StatusOr<PlacementResponse> PlacementManager::Renew(absl::string_view rese
 weft::v1::ListReservationsResponse PlacementManager::ListReservations() {
   weft::v1::ListReservationsResponse out;
   for (PlacementResponse& live : book_.List()) *out.add_reservations() = std::move(live);
+  return out;
+}
+
+absl::Status PlacementManager::ReportJobProgress(absl::string_view reservation_id,
+                                                const weft::v1::JobProgress& progress) {
+  if (reservation_id.empty()) {
+    return absl::InvalidArgumentError(
+        "ReportJobProgress: the reservation id is empty; Place returns it (reservation_id)");
+  }
+  const std::vector<PlacementResponse> live = book_.List();
+  const bool held = std::any_of(live.begin(), live.end(), [&](const PlacementResponse& r) {
+    return r.reservation_id() == reservation_id;
+  });
+  if (!held) {
+    return absl::NotFoundError(absl::StrCat(
+        "ReportJobProgress: no live reservation '", reservation_id,
+        "' (never placed, released, or its lease expired); place the job first, or renew "
+        "its lease"));
+  }
+  RETURN_IF_ERROR(ValidateJobProgress(progress));
+  progress_.Report(reservation_id, progress, clock_->Now());
+  return absl::OkStatus();
+}
+
+weft::v1::ListJobsResponse PlacementManager::ListJobs() {
+  std::vector<PlacementResponse> live = book_.List();
+  absl::flat_hash_set<std::string> live_ids;
+  for (const PlacementResponse& reservation : live) live_ids.insert(reservation.reservation_id());
+  // Expired leases leave without a call; their progress leaves here.
+  progress_.RetainOnly(live_ids);
+  const std::vector<weft::v1::NodeStatus> nodes = inventory_->ListNodes();
+  const NodesByName nodes_by_name = IndexNodesByName(nodes);
+  weft::v1::ListJobsResponse out;
+  for (PlacementResponse& reservation : live) {
+    weft::v1::JobStatus* job = out.add_jobs();
+    *job->mutable_congestion() = JobCongestionOf(reservation, nodes_by_name);
+    if (std::optional<weft::v1::JobProgress> progress =
+            progress_.Latest(reservation.reservation_id())) {
+      *job->mutable_progress() = *std::move(progress);
+    }
+    *job->mutable_reservation() = std::move(reservation);
+  }
   return out;
 }
 

@@ -9,6 +9,11 @@
 // The controller knows no running jobs besides its reservations, so a placement avoids
 // exactly the nodes of live reservations (and the ineligible ones).
 //
+// Jobs: a placed job reports its newest iteration (ReportJobProgress) into a
+// JobProgressTable kept in memory only (lost on restart; jobs report again every
+// iteration), dropped with its reservation; ListJobs joins each live reservation with
+// its progress and the congestion on its nodes (JobCongestionOf, job_congestion.h).
+//
 // Durable state: with a ControllerStore, a reservation (its request, its nodes and
 // ranks, its lease) is committed before Place or Renew returns it, Release deletes it
 // before the book forgets it, and Restore() puts the live ones back after a restart
@@ -37,6 +42,7 @@
 #include "common/clock.h"
 #include "controller/placement/cluster_snapshot.h"
 #include "controller/inventory/inventory.h"
+#include "controller/placement/job_progress_table.h"
 #include "controller/placement/placement_metrics.h"
 #include "placement/reservations.h"
 #include "proto/weft/v1/placement.pb.h"
@@ -77,6 +83,16 @@ class PlacementManager {
   // The live reservations, oldest first.
   weft::v1::ListReservationsResponse ListReservations();
 
+  // Keeps `progress` as the newest of the job holding `reservation_id` (stamped with
+  // the clock's now). INVALID_ARGUMENT for an empty id or a bad number
+  // (ValidateJobProgress); NOT_FOUND naming the id when no live reservation has it.
+  absl::Status ReportJobProgress(absl::string_view reservation_id,
+                                 const weft::v1::JobProgress& progress);
+
+  // Every live reservation, oldest first, with its newest progress (unset before the
+  // first report) and the congestion on its nodes now.
+  weft::v1::ListJobsResponse ListJobs();
+
   // The snapshot placement would use now, and the registered nodes it leaves out.
   weft::v1::GetTopologyResponse GetTopology() const;
 
@@ -96,6 +112,7 @@ class PlacementManager {
   PlacementMetrics* const metrics_;
   store::ControllerStore* const store_;
   placement::ReservationBook book_;
+  JobProgressTable progress_;
   absl::Mutex prune_mu_;
   absl::Time last_prune_ ABSL_GUARDED_BY(prune_mu_) = absl::InfinitePast();
 };
