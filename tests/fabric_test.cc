@@ -74,6 +74,20 @@ jobs:
     compute_s_per_iteration: 0.05
 )"));
   cluster.Track("weft-fabric", {kFabricBinary, "--config", fabric_config, "--listen", fabric_address});
+  auto fabric = weft::v1::FabricService::NewStub(
+      grpc::CreateChannel(fabric_address, grpc::InsecureChannelCredentials()));
+  // Agents need the twin to discover their NICs, as real ones need their NICs.
+  ASSERT_TRUE(weft::testing::WaitFor("weft-fabric serving", absl::Seconds(10),
+                                     [&](std::string* observed) {
+                                       grpc::ClientContext context;
+                                       weft::v1::ReadNodeRequest read;
+                                       read.set_node("gpu-a01");
+                                       weft::v1::ReadNodeResponse node;
+                                       const grpc::Status status =
+                                           fabric->ReadNode(&context, read, &node);
+                                       *observed = status.error_message();
+                                       return status.ok();
+                                     }));
   const std::vector<std::string> nodes = {"gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"};
   for (const std::string& node : nodes) {
     cluster.StartAgent({.name = node,
@@ -81,10 +95,17 @@ jobs:
                         .interval_ms = kIntervalMs,
                         .flags = {"--backend", "fabric", "--fabric", fabric_address}});
   }
-  ASSERT_TRUE(cluster.WaitForHealthy(nodes, absl::Seconds(30)));
-
-  auto fabric = weft::v1::FabricService::NewStub(
-      grpc::CreateChannel(fabric_address, grpc::InsecureChannelCredentials()));
+  // Idle nodes send nothing, so HEALTHY is all there is to wait for.
+  ASSERT_TRUE(cluster.WaitForNodes("every node HEALTHY", absl::Seconds(30),
+                                   [&](const std::map<std::string, weft::v1::NodeStatus>& all) {
+                                     for (const std::string& node : nodes) {
+                                       if (!all.count(node) ||
+                                           all.at(node).state() != weft::v1::NODE_STATE_HEALTHY) {
+                                         return false;
+                                       }
+                                     }
+                                     return true;
+                                   }));
   weft::v1::FabricJob job;
   ASSERT_TRUE(weft::testing::WaitFor("the job placed and iterating", absl::Seconds(30),
                                      [&](std::string* observed) {
