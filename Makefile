@@ -13,7 +13,7 @@ TEST_FLAGS ?=
 FUZZ_SECONDS ?= 20
 # Extra flags for tools/fuzz.sh; CI passes -j DIR for JUnit results.
 FUZZ_FLAGS ?=
-BINARIES = //controller:weft-controller //agent:weft-agent //cli:weftctl
+BINARIES = //controller:weft-controller //agent:weft-agent //cli:weftctl //fabric:weft-fabric
 
 .PHONY: deps build demo test asan tsan fuzz deb clean
 

@@ -1,6 +1,8 @@
 #include "common/daemon_config.h"
 
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <string>
 
 #include "absl/status/status.h"
@@ -20,6 +22,7 @@ namespace {
 
 constexpr absl::string_view kControllerContext = "controller config";
 constexpr absl::string_view kAgentContext = "agent config";
+constexpr absl::string_view kFabricContext = "fabric config";
 // Renewed certificates are picked up within a minute (security/credentials.h).
 constexpr uint32_t kTlsRefreshIntervalS = 60;
 
@@ -157,12 +160,37 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   return config;
 }
 
+weft::v1::FabricConfig DefaultFabricConfig() {
+  weft::v1::FabricConfig config;
+  config.set_listen_address("127.0.0.1:7300");
+  config.set_metrics_address("");
+  config.set_racks(4);
+  config.set_nodes_per_rack(8);
+  config.set_racks_per_pod(2);
+  config.set_nics_per_node(8);
+  config.set_gpus_per_node(8);
+  config.set_nic_gbps(400);
+  config.set_uplinks_per_tor(8);
+  config.set_oversubscription(2);
+  config.set_tick_ms(100);
+  config.set_controller_address("");
+  config.set_job_check_interval_ms(1000);
+  config.mutable_tls()->Clear();
+  config.mutable_tls()->set_refresh_interval_s(kTlsRefreshIntervalS);
+  config.set_insecure(false);
+  return config;
+}
+
 absl::StatusOr<weft::v1::ControllerConfig> LoadControllerConfig(absl::string_view path) {
   return LoadOver(DefaultControllerConfig(), path);
 }
 
 absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path) {
   return LoadOver(DefaultAgentConfig(), path);
+}
+
+absl::StatusOr<weft::v1::FabricConfig> LoadFabricConfig(absl::string_view path) {
+  return LoadOver(DefaultFabricConfig(), path);
 }
 
 absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) {
@@ -228,6 +256,53 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
 
 namespace {
 
+absl::Status ValidateFabricJob(const weft::v1::FabricJobConfig& job, int index) {
+  const std::string field = absl::StrCat("jobs[", index, "]");
+  if (job.all_reduce() != "" && job.all_reduce() != "ring" && job.all_reduce() != "tree") {
+    return Invalid(kFabricContext, absl::StrCat(field, ".all_reduce"),
+                   absl::StrCat("value '", job.all_reduce(), "' is not an algorithm"),
+                   "ring, tree (\"\": ring)");
+  }
+  for (const auto& [name, divisor] :
+       {std::pair<const char*, uint32_t>{"pipeline_stages", job.pipeline_stages()},
+        {"expert_group_nodes", job.expert_group_nodes()}}) {
+    if (divisor > 1 && job.nodes() % divisor != 0) {
+      return Invalid(kFabricContext, absl::StrCat(field, ".", name),
+                     absl::StrCat("value '", divisor, "' does not divide nodes (", job.nodes(),
+                                  ")"),
+                     absl::StrCat("0, 1 or a divisor of ", job.nodes()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateFabricConfig(const weft::v1::FabricConfig& config) {
+  RETURN_IF_ERROR(ValidateRules(config, kFabricContext));
+  if (!config.controller_address().empty()) {
+    RETURN_IF_ERROR(ValidateTransport(kFabricContext, config.tls(), config.insecure(),
+                                      "controller_address", config.controller_address()));
+  }
+  std::set<std::string> names;
+  for (int i = 0; i < config.jobs_size(); ++i) {
+    RETURN_IF_ERROR(ValidateFabricJob(config.jobs(i), i));
+    if (!names.insert(config.jobs(i).name()).second) {
+      return Invalid(kFabricContext, absl::StrCat("jobs[", i, "].name"),
+                     absl::StrCat("value '", config.jobs(i).name(), "' names an earlier job too"),
+                     "a name no other job has");
+    }
+  }
+  if (!config.jobs().empty() && config.controller_address().empty()) {
+    return Invalid(kFabricContext, "controller_address",
+                   "empty, but jobs are configured and are placed through the controller",
+                   "the controller's host:port (--controller), or no jobs");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 template <typename Config>
 absl::StatusOr<Config> ApplyAndValidate(absl::StatusOr<Config> config, const DaemonFlags& flags,
                                         const FlagOverrides<Config>& overrides,
@@ -254,6 +329,12 @@ absl::StatusOr<weft::v1::AgentConfig> AgentConfigFromFlags(
     const DaemonFlags& flags, const FlagOverrides<weft::v1::AgentConfig>& overrides) {
   return ApplyAndValidate(LoadAgentConfig(flags.config_path), flags, overrides,
                           &ValidateAgentConfig);
+}
+
+absl::StatusOr<weft::v1::FabricConfig> FabricConfigFromFlags(
+    const DaemonFlags& flags, const FlagOverrides<weft::v1::FabricConfig>& overrides) {
+  return ApplyAndValidate(LoadFabricConfig(flags.config_path), flags, overrides,
+                          &ValidateFabricConfig);
 }
 
 }  // namespace weft

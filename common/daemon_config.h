@@ -37,12 +37,18 @@ weft::v1::ControllerConfig DefaultControllerConfig();
 // node_name has no default (required).
 weft::v1::AgentConfig DefaultAgentConfig();
 
+// weft-fabric: listen 127.0.0.1:7300, metrics off, the demo's cluster (4 racks of 8 nodes,
+// 2 racks to a pod, 8 NICs at 400 Gb/s and 8 GPUs per node, 8 uplinks per ToR at 2:1
+// oversubscription), ticks of 100 ms, no controller and no jobs; jobs checked every 1000 ms.
+weft::v1::FabricConfig DefaultFabricConfig();
+
 // Defaults merged with the YAML file at `path`. An empty path means defaults only.
 // INVALID_ARGUMENT names file:line:column on any unknown key, wrong type or
 // out-of-range value; NOT_FOUND when the file cannot be read. Required fields are not
 // checked here (a flag may still supply them): call Validate* before use.
 absl::StatusOr<weft::v1::ControllerConfig> LoadControllerConfig(absl::string_view path);
 absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path);
+absl::StatusOr<weft::v1::FabricConfig> LoadFabricConfig(absl::string_view path);
 
 // Every (weft.v1.rule) of the schema, plus cross-field checks (e.g. agent
 // max_backoff_ms >= initial_backoff_ms, controller health.consecutive_samples <=
@@ -51,6 +57,9 @@ absl::StatusOr<weft::v1::AgentConfig> LoadAgentConfig(absl::string_view path);
 // and what is accepted.
 absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config);
 absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config);
+// Plus: jobs named once each, a job's pipeline stages and expert groups dividing its
+// nodes, transport to the controller as for the agent (when one is named).
+absl::Status ValidateFabricConfig(const weft::v1::FabricConfig& config);
 
 // Whether a "host:port" is reachable from this host only: 127.0.0.0/8, [::1],
 // localhost. Plaintext gRPC is accepted without `insecure` only on such addresses.
@@ -93,6 +102,8 @@ absl::StatusOr<weft::v1::ControllerConfig> ControllerConfigFromFlags(
     const DaemonFlags& flags, const FlagOverrides<weft::v1::ControllerConfig>& overrides);
 absl::StatusOr<weft::v1::AgentConfig> AgentConfigFromFlags(
     const DaemonFlags& flags, const FlagOverrides<weft::v1::AgentConfig>& overrides);
+absl::StatusOr<weft::v1::FabricConfig> FabricConfigFromFlags(
+    const DaemonFlags& flags, const FlagOverrides<weft::v1::FabricConfig>& overrides);
 
 }  // namespace weft
 

@@ -482,3 +482,81 @@ TEST(ConfigFromFlagsTest, TransportFlagsLandInBothConfigsAndAreValidated) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+using ::weft::v1::FabricConfig;
+
+constexpr char kFabricExample[] = "deploy/examples/fabric.yaml";
+
+TEST(FabricConfigTest, DefaultsAreValidAndRunNoJobs) {
+  const FabricConfig config = DefaultFabricConfig();
+  EXPECT_TRUE(ValidateFabricConfig(config).ok()) << ValidateFabricConfig(config);
+  EXPECT_EQ(config.listen_address(), "127.0.0.1:7300");
+  EXPECT_EQ(config.racks() * config.nodes_per_rack(), 32u);
+  EXPECT_TRUE(config.jobs().empty());
+  EXPECT_TRUE(config.controller_address().empty());
+}
+
+TEST(FabricConfigTest, ExampleIsTheDefaultsPlusTheDemoJobsAndShowsEveryField) {
+  absl::StatusOr<FabricConfig> config = LoadFabricConfig(kFabricExample);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(ValidateFabricConfig(*config).ok()) << ValidateFabricConfig(*config);
+  EXPECT_EQ(config->jobs_size(), 4);
+  EXPECT_EQ(config->controller_address(), "127.0.0.1:7400");
+  FabricConfig without_jobs = *config;
+  without_jobs.clear_jobs();
+  without_jobs.clear_controller_address();
+  EXPECT_EQ(without_jobs.DebugString(), DefaultFabricConfig().DebugString());
+  ExpectEveryField(YAML::LoadFile(kFabricExample), FabricConfig::descriptor(), "");
+  ExpectEveryField(YAML::LoadFile(kFabricExample)["jobs"][0],
+                   weft::v1::FabricJobConfig::descriptor(), "jobs[0]");
+}
+
+FabricConfig WithJob(weft::v1::FabricJobConfig job) {
+  FabricConfig config = DefaultFabricConfig();
+  config.set_controller_address("127.0.0.1:7400");
+  *config.add_jobs() = std::move(job);
+  return config;
+}
+
+weft::v1::FabricJobConfig Job(absl::string_view name) {
+  weft::v1::FabricJobConfig job;
+  job.set_name(std::string(name));
+  job.set_nodes(8);
+  job.set_parameters(7e9);
+  job.set_tokens_per_iteration(1e6);
+  return job;
+}
+
+TEST(FabricConfigTest, BadJobsAreRefusedNamingTheJobAndField) {
+  weft::v1::FabricJobConfig job = Job("a");
+  job.set_pipeline_stages(3);
+  EXPECT_THAT(ValidateFabricConfig(WithJob(job)).message(),
+              ::testing::HasSubstr("jobs[0].pipeline_stages': value '3' does not divide nodes (8)"));
+  job = Job("a");
+  job.set_all_reduce("butterfly");
+  EXPECT_THAT(ValidateFabricConfig(WithJob(job)).message(),
+              ::testing::HasSubstr("jobs[0].all_reduce': value 'butterfly'"));
+  FabricConfig twice = WithJob(Job("a"));
+  *twice.add_jobs() = Job("a");
+  EXPECT_THAT(ValidateFabricConfig(twice).message(),
+              ::testing::HasSubstr("jobs[1].name': value 'a' names an earlier job too"));
+  FabricConfig no_controller = WithJob(Job("a"));
+  no_controller.clear_controller_address();
+  EXPECT_THAT(ValidateFabricConfig(no_controller).message(),
+              ::testing::HasSubstr("jobs are configured and are placed through the controller"));
+  EXPECT_TRUE(ValidateFabricConfig(WithJob(Job("a"))).ok());
+}
+
+TEST(FabricConfigTest, PlaintextToARemoteControllerNeedsInsecure) {
+  FabricConfig config = DefaultFabricConfig();
+  config.set_controller_address("10.0.0.5:7400");
+  EXPECT_THAT(ValidateFabricConfig(config).message(), ::testing::HasSubstr("plaintext"));
+  config.set_insecure(true);
+  EXPECT_TRUE(ValidateFabricConfig(config).ok());
+}
+
+}  // namespace
+}  // namespace weft

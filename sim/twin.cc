@@ -954,6 +954,8 @@ absl::StatusOr<TwinNicReading> Twin::ReadNic(int nic) const {
       {"port_rcv_packets", count(kRcvPackets)},
       {"unicast_xmit_packets", count(kXmitPackets)},
       {"unicast_rcv_packets", count(kRcvPackets)},
+      {"multicast_xmit_packets", 0},  // RoCE is unicast; the twin carries nothing else
+      {"multicast_rcv_packets", 0},
       {"port_xmit_discards", 0},
       {"port_rcv_errors", count(kRcvErrors)},
       {"link_downed", static_cast<uint64_t>(n.link_downed)},

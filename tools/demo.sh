@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The local demo: one weft-controller and a simulated RoCE cluster of 4 racks x 8 nodes
-# x 8 NICs (32 weft-agent processes) on loopback, all on the embedded defaults. One node
-# (gpu-b03) has an injected PFC pause storm. Ctrl-C stops everything it started.
+# The local demo: the fabric twin (weft-fabric: 4 racks x 8 nodes x 8 NICs of 400 Gb/s on a
+# 2:1 leaf-spine), one weft-controller with automatic drain on, 32 weft-agents reading
+# their NICs from the twin, and four training jobs placed through the controller's
+# PlacementService by the twin's job generator (deploy/examples/fabric.yaml), all on
+# loopback with the embedded defaults. After the jobs settle, one NIC of a job's node
+# storms PFC pauses: the job slows, the controller flags the node and drains it, the job
+# is placed again and recovers. Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,9 +13,10 @@ bin=bazel-bin
 demo_dir=.demo
 controller_addr=127.0.0.1:7400
 metrics_addr=127.0.0.1:7401
+fabric_addr=127.0.0.1:7300
 racks=(a b c d)
 nodes_per_rack=8
-faulty=gpu-b03
+weftctl=("$bin/cli/weftctl" --controller "$controller_addr" --fabric "$fabric_addr")
 
 mkdir -p "$demo_dir/logs"
 pids=()
@@ -36,7 +41,7 @@ stop_all() {
 }
 trap stop_all INT TERM EXIT
 
-for port in 7400 7401; do
+for port in 7300 7400 7401; do
   if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
     echo "weft demo: port $port is already in use (another weft-controller?). Stop it first." >&2
     exit 1
@@ -48,8 +53,20 @@ done
 echo "weft demo: gRPC is PLAINTEXT (--insecure), no TLS, no roles: for this loopback demo only"
 # Durable state (nodes, drains, reservations, events, audit) survives demo restarts;
 # rm -rf .demo/state to start empty.
-"$bin/controller/weft-controller" --insecure --state_dir "$demo_dir/state" \
-  >"$demo_dir/logs/controller.log" 2>&1 &
+# The demo drains a node 10 s after it turns sick (the default is off: an operator
+# chooses), and gives it back after 60 s clean.
+cat >"$demo_dir/controller.yaml" <<'EOT'
+health:
+  auto_drain:
+    enabled: true
+    after_ms: 10000
+    undrain_after_clean_ms: 60000
+EOT
+"$bin/controller/weft-controller" --insecure --config "$demo_dir/controller.yaml" \
+  --state_dir "$demo_dir/state" >"$demo_dir/logs/controller.log" 2>&1 &
+pids+=($!)
+"$bin/fabric/weft-fabric" --config deploy/examples/fabric.yaml --listen "$fabric_addr" \
+  --controller "$controller_addr" >"$demo_dir/logs/fabric.log" 2>&1 &
 pids+=($!)
 
 i=0
@@ -59,8 +76,8 @@ for rack in "${racks[@]}"; do
   for n in $(seq 1 $nodes_per_rack); do
     node=$(printf "gpu-%s%02d" "$rack" "$n")
     args=(--insecure --node "$node" --rack "rack-$rack" --pod "$pod" --controller "$controller_addr"
-          --metrics "127.0.0.1:$((7500 + i))" --health "127.0.0.1:$((7600 + i))")
-    [ "$node" == "$faulty" ] && args+=(--fault pfc_storm)
+          --metrics "127.0.0.1:$((7500 + i))" --health "127.0.0.1:$((7600 + i))"
+          --backend fabric --fabric "$fabric_addr")
     "$bin/agent/weft-agent" "${args[@]}" >"$demo_dir/logs/$node.log" 2>&1 &
     pids+=($!)
     i=$((i + 1))
@@ -68,29 +85,59 @@ for rack in "${racks[@]}"; do
 done
 total=$i
 
-echo "weft demo: controller on $controller_addr, $total simulated nodes starting (logs in $demo_dir/logs/)"
-for _ in $(seq 100); do
-  up=$("$bin/cli/weftctl" --controller "$controller_addr" nodes --output json 2>/dev/null |
+echo "weft demo: controller on $controller_addr, fabric twin on $fabric_addr, $total nodes starting (logs in $demo_dir/logs/)"
+for _ in $(seq 150); do
+  up=$("${weftctl[@]}" nodes --output json 2>/dev/null |
        grep -c '"state": "NODE_STATE_HEALTHY"' || true)
   [ "$up" -ge "$total" ] && break
   sleep 0.2
 done
-sleep 2  # two telemetry intervals, so the table shows rates
-"$bin/cli/weftctl" --controller "$controller_addr" nodes || true
+"${weftctl[@]}" nodes || true
+
+# The jobs: placed once the nodes are up, then a few iterations to settle.
+sleep 8
+echo
+echo "weft demo: the jobs, placed by Weft, running on the twin:"
+"${weftctl[@]}" jobs || true
+
+# The fault: the first NIC of the first node of the first job storms PFC pauses 95% of the time.
+victim=$("${weftctl[@]}" fabric jobs --output json 2>/dev/null |
+         sed -n 's/^ *"nodes": \[ *"\([^"]*\)".*/\1/p; /"nodes": \[$/{n;s/^ *"\([^"]*\)".*/\1/p}' |
+         head -n 1)
+victim=${victim:-gpu-a01}
+echo
+echo "weft demo: injecting a PFC pause storm on $victim mlx5_0 (95% of the time)"
+"${weftctl[@]}" fabric inject pfc_storm --node "$victim" --nic mlx5_0 --value 0.95 || true
+sleep 6
+echo
+echo "weft demo: the job on $victim slows down (ITER_S up against its first iteration):"
+"${weftctl[@]}" jobs || true
+echo
+echo "weft demo: the controller flags $victim (DEGRADED, pfc_storm) and drains it 10 s later;"
+echo "the job generator sees the drain and places the job again without it."
+for _ in $(seq 60); do
+  "${weftctl[@]}" node "$victim" 2>/dev/null | grep -q -i "drained" && break
+  sleep 1
+done
+sleep 8
+"${weftctl[@]}" jobs || true
+"${weftctl[@]}" fabric jobs || true
 
 cat <<EOT
 
-Weft demo is running: 1 controller, $total agents (4 racks x 8 nodes x 8 NICs).
-$faulty has an injected PFC pause storm on mlx5_0 (see its PFC_RX_PAUSED and PFC_TX_PAUSED).
+Weft demo is running: the fabric twin, 1 controller, $total agents (4 racks x 8 nodes x 8 NICs),
+four training jobs. $victim's mlx5_0 still storms PFC pauses; the job that ran on it now runs
+elsewhere (PLACEMENTS 2 in 'weftctl fabric jobs').
 
 Look at it:
-  $bin/cli/weftctl nodes                          all nodes, state and rates
-  $bin/cli/weftctl node $faulty                   one node's NICs and GPUs
-  $bin/cli/weftctl drain gpu-a01 --reason "demo"  drain a node; undrain it with 'undrain'
-  $bin/cli/weftctl nodes --output json            the same, for scripts
+  ${weftctl[*]} jobs                     each job: nodes, racks, iteration time, bus bandwidth, tokens/s, congestion
+  ${weftctl[*]} fabric jobs              the twin's view: reservation, placements, state
+  ${weftctl[*]} fabric links --busy      the fabric's busy ports: utilisation, queue, ECN marks, pauses
+  ${weftctl[*]} fabric faults            the injected faults; 'fabric clear f1' ends the storm
+  ${weftctl[*]} fabric inject link_down --link tor-a--spine-0    more faults: gray_loss, degraded_link, dead_node ...
+  ${weftctl[*]} nodes                    all nodes, state and rates
+  ${weftctl[*]} node $victim             one node's NICs and findings
   curl -s http://$metrics_addr/metrics             controller metrics (Prometheus)
-  curl -s http://127.0.0.1:7500/metrics            gpu-a01's agent metrics
-  kill \$(pgrep -f 'weft-agent --node gpu-c05')   a node that stops reporting is DOWN after 3 s
 
 Press Ctrl-C to stop everything.
 EOT

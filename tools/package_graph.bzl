@@ -22,7 +22,7 @@ LIBRARIES = {
     "topology": ["common"],
     "rdma": ["common"],
     "sim": ["common"],  # the fabric twin's models: pure logic
-    "fabric": ["sim", "security"],  # weft-fabric, the twin's daemon
+    "fabric": ["sim", "security", "placement"],  # weft-fabric, the twin's daemon
     "datapath": ["rdma"],  # libweft: sub-packages transport/, rendezvous/, collectives/
     "agent": ["rdma", "security"],
     "controller": ["placement", "policy", "security", "store", "topology"],
