@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,8 +107,13 @@ weft::v1::ListFabricJobsResponse TwinJobs(const TwinHost& twin) {
 
 JobGenerator::JobGenerator(std::vector<weft::v1::FabricJobConfig> jobs, TwinHost* twin,
                            weft::v1::PlacementService::StubInterface* placement,
-                           const Clock* clock, absl::Duration rpc_timeout)
-    : twin_(twin), placement_(placement), clock_(clock), rpc_timeout_(rpc_timeout) {
+                           const Clock* clock, absl::Duration cluster_grace,
+                           absl::Duration rpc_timeout)
+    : twin_(twin),
+      placement_(placement),
+      clock_(clock),
+      rpc_timeout_(rpc_timeout),
+      cluster_deadline_(clock->Now() + cluster_grace) {
   for (weft::v1::FabricJobConfig& config : jobs) {
     Running& job = jobs_.emplace_back();
     job.config = std::move(config);
@@ -117,6 +123,19 @@ JobGenerator::JobGenerator(std::vector<weft::v1::FabricJobConfig> jobs, TwinHost
 
 void JobGenerator::Configure(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(clock_->Now() + rpc_timeout_));
+}
+
+std::string JobGenerator::WaitingForCluster(const weft::v1::ClusterSnapshot& snapshot) const {
+  if (clock_->Now() >= cluster_deadline_) return "";
+  std::set<std::string> registered;
+  for (const weft::v1::SnapshotNode& node : snapshot.nodes()) registered.insert(node.name());
+  const std::vector<std::string> nodes = twin_->NodeNames();
+  const size_t present = std::count_if(nodes.begin(), nodes.end(), [&](const std::string& n) {
+    return registered.count(n) > 0;
+  });
+  if (present == nodes.size()) return "";
+  return absl::StrCat("waiting for the cluster: ", present, " of ", nodes.size(),
+                      " nodes registered with the controller");
 }
 
 void JobGenerator::PlaceIfWaiting(Running& job) {
@@ -244,8 +263,16 @@ void JobGenerator::Check() {
       if (!why.empty()) Unplace(job, why);
     }
   }
+  // Without a topology, Place is tried anyway: its error says what is wrong.
+  const std::string waiting = topology_status.ok() ? WaitingForCluster(topology.snapshot()) : "";
   // Placed in configuration order, after every unplacement, so freed nodes count.
-  for (Running& job : jobs_) PlaceIfWaiting(job);
+  for (Running& job : jobs_) {
+    if (waiting.empty()) {
+      PlaceIfWaiting(job);
+    } else if (job.reservation.reservation_id().empty()) {
+      job.state = waiting;
+    }
+  }
   const std::vector<TwinHost::JobView> views = twin_->Jobs();
   for (Running& job : jobs_) {
     if (!job.reservation.reservation_id().empty()) ReportAndRenew(job, views);

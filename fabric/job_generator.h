@@ -6,7 +6,10 @@
 // of a running job is drained (the controller's GetTopology says so) or gone, or the
 // reservation is, the job is stopped, its reservation released and the job placed again:
 // a training job restarting from its checkpoint on healthy nodes. A job the controller
-// cannot place yet waits and is asked for again every round.
+// cannot place yet waits and is asked for again every round. Like a scheduler brought up
+// with its cluster, nothing is placed until every node of the twin has registered with
+// the controller, or `cluster_grace` has passed since the generator was made (so jobs are
+// not packed onto the first nodes to come up, nor held back forever by a dead one).
 //
 // Check() does one round; weft-fabric runs it every job_check_interval_ms. Thread-safe.
 #ifndef WEFT_FABRIC_JOB_GENERATOR_H_
@@ -45,6 +48,7 @@ class JobGenerator {
   // (ValidateFabricConfig).
   JobGenerator(std::vector<weft::v1::FabricJobConfig> jobs, TwinHost* twin,
                weft::v1::PlacementService::StubInterface* placement, const Clock* clock,
+               absl::Duration cluster_grace = absl::Seconds(30),
                absl::Duration rpc_timeout = absl::Seconds(5));
 
   void Check() ABSL_LOCKS_EXCLUDED(mu_);
@@ -69,11 +73,14 @@ class JobGenerator {
   void ReportAndRenew(Running& job, const std::vector<TwinHost::JobView>& views)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Configure(grpc::ClientContext* context) const;
+  // "" once placement may start; else why not yet.
+  std::string WaitingForCluster(const weft::v1::ClusterSnapshot& snapshot) const;
 
   TwinHost* const twin_;
   weft::v1::PlacementService::StubInterface* const placement_;
   const Clock* const clock_;
   const absl::Duration rpc_timeout_;
+  const absl::Time cluster_deadline_;
   mutable absl::Mutex mu_;
   std::vector<Running> jobs_ ABSL_GUARDED_BY(mu_);
 };

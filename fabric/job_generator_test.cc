@@ -234,6 +234,26 @@ TEST_F(JobGeneratorTest, TheLeaseIsRenewedOnceHalfOfItIsGone) {
   EXPECT_EQ(service_.renewals(), 1);
 }
 
+TEST_F(JobGeneratorTest, NothingIsPlacedUntilTheClusterHasRegisteredOrTheGraceIsOver) {
+  TestPlacementService partial({"gpu-a01", "gpu-a02", "gpu-b01"});
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&partial);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  auto stub = weft::v1::PlacementService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  JobGenerator generator({JobConfig()}, &twin_, stub.get(), &clock_, absl::Seconds(30));
+  generator.Check();
+  EXPECT_TRUE(twin_.Jobs().empty());
+  EXPECT_EQ(generator.ListJobs().jobs(0).state(),
+            "waiting for the cluster: 3 of 4 nodes registered with the controller");
+  clock_.Advance(absl::Seconds(30));
+  generator.Check();
+  EXPECT_EQ(twin_.Jobs().size(), 1u);
+  server->Shutdown();
+}
+
 TEST(JobGeneratorMappingTest, ConfiguredJobsBecomeTwinJobsAndPlacementRequests) {
   weft::v1::FabricJobConfig job = JobConfig();
   job.set_nodes(8);

@@ -123,6 +123,13 @@ bool TwinHost::HasNode(absl::string_view node) const {
   return twin_.NodeByName(node).ok();
 }
 
+std::vector<std::string> TwinHost::NodeNames() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> names;
+  for (const sim::TwinNode& node : twin_.topology().nodes) names.push_back(node.name);
+  return names;
+}
+
 std::string TwinHost::DeadNodeFault(int node) const {
   for (const sim::TwinFault& fault : twin_.faults()) {
     if (fault.kind == sim::TwinFaultKind::kDeadNode && fault.node == node) {

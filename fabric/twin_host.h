@@ -51,6 +51,7 @@ class TwinHost {
   std::vector<JobView> Jobs() const;
   // Whether the twin has a node of that name.
   bool HasNode(absl::string_view node) const;
+  std::vector<std::string> NodeNames() const;
 
   // Moves the twin forward by `seconds`.
   absl::Status Advance(double seconds);

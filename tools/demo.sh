@@ -68,6 +68,11 @@ pids+=($!)
 "$bin/fabric/weft-fabric" --config deploy/examples/fabric.yaml --listen "$fabric_addr" \
   --controller "$controller_addr" >"$demo_dir/logs/fabric.log" 2>&1 &
 pids+=($!)
+# Agents discover their NICs from the twin, as real ones do from their hardware.
+for _ in $(seq 100); do
+  (exec 3<>/dev/tcp/127.0.0.1/${fabric_addr##*:}) 2>/dev/null && break
+  sleep 0.1
+done
 
 i=0
 for rack in "${racks[@]}"; do
