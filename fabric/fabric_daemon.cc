@@ -114,7 +114,7 @@ absl::Status FabricDaemon::Start() {
   ticker_->Start();
   if (job_checker_ != nullptr) job_checker_->Start();
   WEFT_LOG(INFO) << "weft-fabric serving grpc=" << listen_address_
-                 << " nodes=" << config_.racks() * config_.nodes_per_rack()
+                 << " nodes=" << twin_->NodeNames().size()
                  << " tick_ms=" << config_.tick_ms() << " jobs=" << config_.jobs_size()
                  << " controller=" << (config_.controller_address().empty()
                                            ? "none"

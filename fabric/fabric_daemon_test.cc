@@ -1,6 +1,9 @@
 #include "fabric/fabric_daemon.h"
 
+#include <fstream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/daemon_config.h"
 #include "common/fake_clock.h"
@@ -75,6 +78,31 @@ TEST(FabricDaemonTest, ATopologyFileThatCannotBeReadIsRefusedNamingIt) {
   absl::StatusOr<std::unique_ptr<FabricDaemon>> daemon = FabricDaemon::Create(config, &clock);
   ASSERT_FALSE(daemon.ok());
   EXPECT_THAT(daemon.status().message(), HasSubstr("/nonexistent/topology.yaml"));
+}
+
+TEST(FabricDaemonTest, RacksAndNodesComeFromAStaticTopologyFile) {
+  const std::string path = ::testing::TempDir() + "/topology.yaml";
+  std::ofstream(path) << R"(node_defaults: {gpu_count: 8}
+nodes:
+  - {name: h100-0001, rack: r12, pod: hall-1}
+  - {name: h100-0002, rack: r12, pod: hall-1}
+  - {name: h100-0101, rack: r13, pod: hall-1}
+)";
+  weft::v1::FabricConfig config = TestConfig();
+  config.set_topology_file(path);
+  absl::StatusOr<std::vector<sim::RackSpec>> racks = RacksOf(config);
+  ASSERT_TRUE(racks.ok()) << racks.status();
+  ASSERT_EQ(racks->size(), 2u);
+  EXPECT_EQ((*racks)[0].name, "r12");
+  EXPECT_EQ((*racks)[0].pod, "hall-1");
+  EXPECT_EQ((*racks)[0].nodes, (std::vector<std::string>{"h100-0001", "h100-0002"}));
+  EXPECT_EQ((*racks)[1].nodes, (std::vector<std::string>{"h100-0101"}));
+  FakeClock clock;
+  absl::StatusOr<std::unique_ptr<FabricDaemon>> daemon = FabricDaemon::Create(config, &clock);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  absl::StatusOr<weft::v1::ReadNodeResponse> node = (*daemon)->twin().ReadNode("h100-0101");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->rack(), "r13");
 }
 
 TEST(FabricDaemonTest, RacksComeFromTheGeneratedSizes) {

@@ -3,11 +3,15 @@
 // real weft-agents reading their NICs from the twin. A NIC of the job storms PFC pauses:
 // the job slows, the controller flags and drains the node, the job is placed again
 // without it and runs at its old pace.
+#include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/testing/temp_dir.h"
@@ -40,21 +44,35 @@ weft::v1::ListFabricJobsResponse FabricJobs(weft::v1::FabricService::Stub& fabri
   return jobs;
 }
 
-TEST(FabricTest, AStormingNicSlowsItsJobUntilTheNodeIsDrainedAndTheJobMoves) {
-  const std::string controller_config = WriteFile("controller.yaml", R"(
+constexpr char kJobYaml[] = R"(
+jobs:
+  - name: llama
+    model: llama-1b
+    nodes: 2
+    parameters: 1e9
+    tokens_per_iteration: 1e6
+    compute_s_per_iteration: 0.05
+)";
+
+// A controller (with auto-drain), weft-fabric with two racks of two nodes (two 100 Gb/s
+// NICs each) and its agents on the fabric backend, every node HEALTHY.
+class FabricTest : public ::testing::Test {
+ protected:
+  FabricTest()
+      : cluster_({.telemetry_interval_ms = kIntervalMs,
+                  .flags = {"--config", WriteFile("controller.yaml", R"(
 health:
   degrade_after_ms: 1000
   auto_drain:
     enabled: true
     after_ms: 1500
     undrain_after_clean_ms: 600000
-)");
-  Cluster cluster({.telemetry_interval_ms = kIntervalMs, .flags = {"--config", controller_config}});
-  ASSERT_TRUE(cluster.StartController());
+)")}}),
+        fabric_address_(absl::StrCat("127.0.0.1:", weft::testing::FreePort())) {}
 
-  const std::string fabric_address = absl::StrCat("127.0.0.1:", weft::testing::FreePort());
-  // Two racks of two nodes, two 100 Gb/s NICs each; one two-node job of 1e9 parameters.
-  const std::string fabric_config = WriteFile("fabric.yaml", absl::StrCat(R"(
+  void StartCluster(const std::string& jobs_yaml) {
+    ASSERT_TRUE(cluster_.StartController());
+    const std::string fabric_config = WriteFile("fabric.yaml", absl::StrCat(R"(
 racks: 2
 nodes_per_rack: 2
 nics_per_node: 2
@@ -64,48 +82,59 @@ uplinks_per_tor: 2
 oversubscription: 1
 tick_ms: 100
 job_check_interval_ms: 200
-controller_address: )", cluster.address(), R"(
-jobs:
-  - name: llama
-    model: llama-1b
-    nodes: 2
-    parameters: 1e9
-    tokens_per_iteration: 1e6
-    compute_s_per_iteration: 0.05
-)"));
-  cluster.Track("weft-fabric", {kFabricBinary, "--config", fabric_config, "--listen", fabric_address});
-  auto fabric = weft::v1::FabricService::NewStub(
-      grpc::CreateChannel(fabric_address, grpc::InsecureChannelCredentials()));
-  // Agents need the twin to discover their NICs, as real ones need their NICs.
-  ASSERT_TRUE(weft::testing::WaitFor("weft-fabric serving", absl::Seconds(10),
-                                     [&](std::string* observed) {
-                                       grpc::ClientContext context;
-                                       weft::v1::ReadNodeRequest read;
-                                       read.set_node("gpu-a01");
-                                       weft::v1::ReadNodeResponse node;
-                                       const grpc::Status status =
-                                           fabric->ReadNode(&context, read, &node);
-                                       *observed = status.error_message();
-                                       return status.ok();
-                                     }));
-  const std::vector<std::string> nodes = {"gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"};
-  for (const std::string& node : nodes) {
-    cluster.StartAgent({.name = node,
-                        .rack = node.substr(0, 5) == "gpu-a" ? "rack-a" : "rack-b",
-                        .interval_ms = kIntervalMs,
-                        .flags = {"--backend", "fabric", "--fabric", fabric_address}});
+controller_address: )", cluster_.address(), jobs_yaml));
+    cluster_.Track("weft-fabric",
+                   {kFabricBinary, "--config", fabric_config, "--listen", fabric_address_});
+    fabric_ = weft::v1::FabricService::NewStub(
+        grpc::CreateChannel(fabric_address_, grpc::InsecureChannelCredentials()));
+    // Agents need the twin to discover their NICs, as real ones need their NICs.
+    ASSERT_TRUE(weft::testing::WaitFor("weft-fabric serving", absl::Seconds(10),
+                                       [&](std::string* observed) {
+                                         absl::StatusOr<weft::v1::ReadNodeResponse> node =
+                                             ReadNode("gpu-a01");
+                                         *observed = node.status().ToString();
+                                         return node.ok();
+                                       }));
+    for (const std::string& node : kNodes) {
+      cluster_.StartAgent({.name = node,
+                           .rack = node.substr(0, 5) == "gpu-a" ? "rack-a" : "rack-b",
+                           .interval_ms = kIntervalMs,
+                           .flags = {"--backend", "fabric", "--fabric", fabric_address_}});
+    }
+    // Idle nodes send nothing, so HEALTHY is all there is to wait for.
+    ASSERT_TRUE(cluster_.WaitForNodes("every node HEALTHY", absl::Seconds(30),
+                                      [&](const std::map<std::string, weft::v1::NodeStatus>& all) {
+                                        for (const std::string& node : kNodes) {
+                                          if (!all.count(node) || all.at(node).state() !=
+                                                                      weft::v1::NODE_STATE_HEALTHY) {
+                                            return false;
+                                          }
+                                        }
+                                        return true;
+                                      }));
   }
-  // Idle nodes send nothing, so HEALTHY is all there is to wait for.
-  ASSERT_TRUE(cluster.WaitForNodes("every node HEALTHY", absl::Seconds(30),
-                                   [&](const std::map<std::string, weft::v1::NodeStatus>& all) {
-                                     for (const std::string& node : nodes) {
-                                       if (!all.count(node) ||
-                                           all.at(node).state() != weft::v1::NODE_STATE_HEALTHY) {
-                                         return false;
-                                       }
-                                     }
-                                     return true;
-                                   }));
+
+  absl::StatusOr<weft::v1::ReadNodeResponse> ReadNode(const std::string& name) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    weft::v1::ReadNodeRequest read;
+    read.set_node(name);
+    weft::v1::ReadNodeResponse node;
+    const grpc::Status status = fabric_->ReadNode(&context, read, &node);
+    if (!status.ok()) return absl::UnavailableError(status.error_message());
+    return node;
+  }
+
+  const std::vector<std::string> kNodes = {"gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"};
+  Cluster cluster_;
+  const std::string fabric_address_;
+  std::unique_ptr<weft::v1::FabricService::Stub> fabric_;
+};
+
+TEST_F(FabricTest, AStormingNicSlowsItsJobUntilTheNodeIsDrainedAndTheJobMoves) {
+  StartCluster(kJobYaml);
+  Cluster& cluster = cluster_;
+  weft::v1::FabricService::Stub* fabric = fabric_.get();
   weft::v1::FabricJob job;
   ASSERT_TRUE(weft::testing::WaitFor("the job placed and iterating", absl::Seconds(30),
                                      [&](std::string* observed) {
@@ -161,6 +190,60 @@ jobs:
   const weft::testing::CommandResult listed = cluster.Weftctl({"jobs", "--output", "json"});
   EXPECT_EQ(listed.exit_status, 0) << listed.err;
   EXPECT_THAT(listed.out, ::testing::HasSubstr("llama"));
+}
+
+// A rollout's DCQCN profile reaches the twin's NICs through the agents, so it changes the
+// fabric the jobs run on: the firmware's rp_ai_rate (5 Mb/s) becomes 20 on every NIC.
+TEST_F(FabricTest, ARolloutWritesItsDcqcnProfileIntoTheTwin) {
+  StartCluster("");
+  absl::StatusOr<weft::v1::ReadNodeResponse> before = ReadNode("gpu-b02");
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->nics(1).tunables().dcqcn().rp_ai_rate(), 5u);
+
+  const std::string policy = WriteFile("policy.yaml", R"(qos:
+  trust: dscp
+  classes:
+    - {name: training, dscp: 26, priority: 3, lossless: true, roce: true}
+    - {name: cnp, dscp: 48, priority: 6, cnp: true}
+  traffic_classes:
+    - {tc: 0, priorities: [0, 1, 2, 4, 5, 7], tsa: ets, bandwidth_percent: 50}
+    - {tc: 3, priorities: [3], tsa: ets, bandwidth_percent: 50}
+    - {tc: 6, priorities: [6], tsa: strict}
+dcqcn:
+  profiles:
+    - name: default
+      params: {rp_ai_rate: 20}
+rollout:
+  canary_per_rack: 1
+  bake_s: 1
+  wave_size: 2
+  wave_bake_s: 1
+  ack_timeout_s: 10
+  max_nack_share: 0
+  kpis:
+    pfc_pause_share_increase: 0.05
+    ecn_marks_increase_ratio: 100
+    cnps_increase_ratio: 100
+    rate_floor_per_s: 1000000
+    retransmissions_increase_per_s: 100000
+    throughput_drop_ratio: 0.95
+    sustain_s: 1
+)");
+  const weft::testing::CommandResult started = cluster_.Weftctl({"rollout", "start", policy});
+  ASSERT_EQ(started.exit_status, 0) << started.out << started.err;
+  ASSERT_TRUE(weft::testing::WaitFor("the rollout completed", absl::Seconds(60),
+                                     [&](std::string* observed) {
+                                       *observed = cluster_.Weftctl({"rollout", "status"}).out;
+                                       return absl::StrContains(*observed, "phase COMPLETED");
+                                     }));
+  for (const std::string& name : kNodes) {
+    absl::StatusOr<weft::v1::ReadNodeResponse> node = ReadNode(name);
+    ASSERT_TRUE(node.ok()) << node.status();
+    for (const weft::v1::FabricNic& nic : node->nics()) {
+      EXPECT_EQ(nic.tunables().dcqcn().rp_ai_rate(), 20u) << name << " " << nic.nic().device();
+      EXPECT_EQ(nic.tunables().qos().pfc_priorities_size(), 1) << name;
+    }
+  }
 }
 
 }  // namespace
