@@ -269,6 +269,12 @@ struct NicState {
   bool Np(uint32_t priority) const {
     return PriorityMask(cc.np_enabled_priorities()) >> priority & 1;
   }
+  // The priority this NIC's notification point sends CNPs on: np_cnp_prio, or with
+  // np_cnp_prio_mode 1 the priority its DSCP table gives np_cnp_dscp.
+  uint32_t CnpPriority() const {
+    if (cc.np_cnp_prio_mode() == 1) return PriorityOfDscp(qos, cc.np_cnp_dscp());
+    return cc.np_cnp_prio();
+  }
 };
 
 // What the NICs' settings make of one flow (its DSCP is its sender's RoCE DSCP; each end
@@ -277,6 +283,9 @@ struct FlowClass {
   bool lossless = true;        // PFC on at both ends
   bool reaction_point = true;  // the sender acts on CNPs
   bool notification_point = true;  // the receiver sends CNPs
+  // The receiver's CNPs ride the flows' own priority and it is lossy there: they queue
+  // behind (and are dropped with) the lossy data on the way back.
+  bool cnps_lossy = false;
 };
 
 struct JobState {
@@ -335,6 +344,7 @@ struct Twin::State {
   void AddPauseRates(int nic);
   void UpdateJobs(const std::vector<double>& goodput_bps);
   double PortDropShare(int link) const;
+  double CnpDeliveredShare(const std::vector<int>& path, bool lossy) const;
   void ApplyFaults();
   double NextFlapEdgeS() const;
   bool ApplyDueFlapEdges();
@@ -490,9 +500,12 @@ absl::Status Twin::State::SetFlows() {
       const uint32_t dscp = src.RoceDscp();
       const uint32_t src_priority = PriorityOfDscp(src.qos, dscp);
       const uint32_t dst_priority = PriorityOfDscp(dst.qos, dscp);
+      const uint32_t cnp_priority = dst.CnpPriority();
       const FlowClass c{.lossless = src.Pfc(src_priority) && dst.Pfc(dst_priority),
                         .reaction_point = src.Rp(src_priority),
-                        .notification_point = dst.Np(dst_priority)};
+                        .notification_point = dst.Np(dst_priority),
+                        .cnps_lossy = cnp_priority == dst_priority &&
+                                      !(dst.Pfc(cnp_priority) && src.Pfc(cnp_priority))};
       flow.congestion_controlled = c.reaction_point && c.notification_point;
       flow_classes.push_back(c);
       flows.push_back(flow);
@@ -525,6 +538,18 @@ void Twin::State::PushNicParams() {
 // above capacity, DCQCN holding its flows back) drops the share of the offered load above
 // its capacity, 1 − C/offered: DCQCN's time average has no bursts, so this takes the
 // senders' line-rate offer as the burst PFC would have paused, an upper bound.
+// CNPs go back over the flow's cables (link ^ 1 is the other direction of a cable; ECMP may
+// pick other equal-cost cables back, which the twin does not route separately). Gray loss
+// drops them like any packet; on a lossy priority shared with the data they are also
+// dropped where that data is.
+double Twin::State::CnpDeliveredShare(const std::vector<int>& path, bool lossy) const {
+  double delivered = 1;
+  for (int k : path) {
+    delivered *= (1 - gray_loss[k ^ 1]) * (lossy ? 1 - PortDropShare(k ^ 1) : 1);
+  }
+  return delivered;
+}
+
 double Twin::State::PortDropShare(int link) const {
   const PortState& port = model.ports()[link];
   double share = port.pause_rx_share;
@@ -581,7 +606,8 @@ void Twin::State::AddFlowRates(int f, double loss, double goodput_share) {
   dst[kMarkedReceived] += flow.marked_packets_per_s * (1 - loss);
   const double cnps_per_s = flow_class.notification_point ? flow.cnps_per_s : 0;
   dst[kCnpSent] += cnps_per_s;
-  src[flow_class.reaction_point ? kCnpHandled : kCnpIgnored] += cnps_per_s;
+  src[flow_class.reaction_point ? kCnpHandled : kCnpIgnored] +=
+      cnps_per_s * CnpDeliveredShare(flow.path, flow_class.cnps_lossy);
   // A live sender that gets nothing through waits out its ACK timer, again and again.
   const bool sender_alive = !node_dead[topology.fabric.nics()[spec.src_nic].node];
   if (sender_alive && !(goodput_share * flow.rate_bps > 0)) src[kLocalAckTimeout] += 1 / kAckTimeoutS;

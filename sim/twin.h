@@ -57,7 +57,11 @@
 // CNPs; either off -> DCQCN does not hold the flow back, so a port where it is bottlenecked
 // rides at Kmax marking every packet (LiveModel: unsettled); DCQCN scalars changed ->
 // the NIC runs MapCcParams of them (the switch side from the Create params), and each
-// congested port takes the fixed point of the parameters most of its senders run.
+// congested port takes the fixed point of the parameters most of its senders run. CNPs
+// sent on the flows' own priority while it is lossy (np_cnp_prio, or with np_cnp_prio_mode
+// 1 the priority np_cnp_dscp maps to) are dropped with the lossy data on their way back
+// over the flow's cables, and gray loss drops CNPs like any packet: rp_cnp_handled falls
+// below the peer's np_cnp_sent (the rates do not feel the lost CNPs).
 //
 // Faults (InjectFault): a cable down, gray loss on a cable (both directions), a flapping
 // cable (down for the first half of each period from its injection; Advance stops at every

@@ -439,6 +439,35 @@ TEST(TwinTunablesTest, PfcOffDropsAndRetransmitsAndHasNoPauseCounters) {
             1.5 * Job(lossless, "ring").last->communication_s);
 }
 
+// The classic misconfiguration: PFC off on the RoCE priority and CNPs sent on that same
+// priority. The CNPs queue behind the lossy data at the congested uplinks and some are lost:
+// the senders handle fewer than the receivers sent. With CNPs on their own priority (the
+// recipe's 6) none are lost although the data is lossy.
+TEST(TwinTunablesTest, CnpsOnALossyPriorityAreLost) {
+  auto cnps = [](uint32_t cnp_priority) {
+    Twin twin = SmallTwin();
+    weft::v1::NodeQos qos = RecipeQos();
+    qos.clear_pfc_priorities();
+    weft::v1::DcqcnParams cc;
+    cc.set_np_cnp_prio(cnp_priority);
+    for (int nic : {0, 1, 4, 5}) EXPECT_TRUE(twin.SetNicTunables(nic, qos, cc).ok());
+    EXPECT_TRUE(twin.StartJob(CongestingJob()).ok());
+    EXPECT_TRUE(twin.Advance(5).ok());
+    double sent = 0, handled = 0;
+    for (int nic : {0, 1, 4, 5}) {
+      sent += Hw(twin, nic, "np_cnp_sent");
+      handled += Hw(twin, nic, "rp_cnp_handled");
+    }
+    return std::make_pair(sent, handled);
+  };
+  const auto [sent_on_3, handled_on_3] = cnps(3);
+  ASSERT_GT(sent_on_3, 0);
+  EXPECT_LT(handled_on_3, 0.9 * sent_on_3);
+  const auto [sent_on_6, handled_on_6] = cnps(6);
+  ASSERT_GT(sent_on_6, 0);
+  EXPECT_NEAR(handled_on_6, sent_on_6, 8);
+}
+
 TEST(TwinTunablesTest, ReactionPointOffIgnoresCnpsAndTheQueueRises) {
   Twin twin = SmallTwin();
   ASSERT_TRUE(twin.StartJob(CongestingJob()).ok());
