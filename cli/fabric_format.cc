@@ -173,7 +173,9 @@ std::string FormatFabricJobsTable(const weft::v1::ListFabricJobsResponse& jobs) 
   if (jobs.jobs().empty()) return "no jobs in the fabric twin\n";
   std::vector<std::vector<std::string>> rows = {{"JOB", "RESERVATION", "NODES", "RACKS", "PATTERN",
                                                  "PLACEMENTS", "ITERS", "ITER_MS", "VS_FIRST",
-                                                 "BUSBW_GB/S", "TOKENS/S"}};
+                                                 "BUSBW_GB/S", "TOKENS/S", "PATH_UTIL%",
+                                                 "PATH_QUEUE_KB", "PATH_MARK%", "PATH_PAUSE%",
+                                                 "HOTTEST_PORT"}};
   for (const weft::v1::FabricJob& job : jobs.jobs()) {
     std::vector<std::string> row = {job.name(),
                                     job.reservation_id().empty() ? "-" : job.reservation_id(),
@@ -184,6 +186,12 @@ std::string FormatFabricJobsTable(const weft::v1::ListFabricJobsResponse& jobs) 
     std::vector<std::string> progress =
         JobProgressCells(job.has_progress() ? &job.progress() : nullptr);
     row.insert(row.end(), progress.begin(), progress.end());
+    const bool communicated = !job.hottest_link().empty();
+    row.push_back(communicated ? FormatShare(job.max_utilization()) : "-");
+    row.push_back(communicated ? absl::StrFormat("%.1f", job.max_queue_bytes() / 1e3) : "-");
+    row.push_back(communicated ? FormatShare(job.max_mark_probability()) : "-");
+    row.push_back(communicated ? FormatShare(job.max_pause_share()) : "-");
+    row.push_back(communicated ? job.hottest_link() : "-");
     rows.push_back(std::move(row));
   }
   return FormatTable(rows);

@@ -110,6 +110,14 @@ TEST(FabricFormatTest, FabricJobsShowPlacementAndProgress) {
   job->mutable_progress()->set_iteration_s(0.5);
   EXPECT_THAT(FormatFabricJobsTable(jobs),
               HasSubstr("llama  -            1 gpu-a01  rack-a  ring all-reduce  2           3"));
+  EXPECT_THAT(FormatFabricJobsTable(jobs), HasSubstr("0.0       -           -              -           -            -\n"));
+  job->set_max_utilization(1);
+  job->set_max_queue_bytes(122600);
+  job->set_max_mark_probability(0.006);
+  job->set_max_pause_share(0.95);
+  job->set_hottest_link("tor-a->gpu-a01/mlx5_0");
+  EXPECT_THAT(FormatFabricJobsTable(jobs),
+              HasSubstr("100.0%      122.6          0.6%        95.0%        tor-a->gpu-a01/mlx5_0"));
 }
 
 }  // namespace

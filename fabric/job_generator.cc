@@ -94,6 +94,12 @@ weft::v1::FabricJob FabricJobOf(const TwinHost::JobView& view) {
   for (const std::string& rack : view.racks) job.add_racks(rack);
   *job.mutable_progress() = ProgressOf(view.status, "");
   job.set_state(view.status.stalled ? "stalled: a flow of it has no path" : "running");
+  const sim::PathCongestion& paths = view.status.paths;
+  job.set_max_utilization(paths.max_utilization);
+  job.set_max_queue_bytes(paths.max_queue_bytes);
+  job.set_max_mark_probability(paths.max_mark_probability);
+  job.set_max_pause_share(paths.max_pause_share);
+  job.set_hottest_link(view.hottest_link);
   return job;
 }
 

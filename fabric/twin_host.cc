@@ -319,6 +319,11 @@ std::vector<TwinHost::JobView> TwinHost::Jobs() const {
         view.racks.push_back(twin_node.rack);
       }
     }
+    if (const int link = status.paths.hottest_link; link >= 0) {
+      const sim::Link& hottest = twin_.topology().fabric.links()[link];
+      view.hottest_link =
+          absl::StrCat(twin_.VertexName(hottest.from), "->", twin_.VertexName(hottest.to));
+    }
     view.status = std::move(status);
     views.push_back(std::move(view));
   }

@@ -47,6 +47,7 @@ class TwinHost {
     sim::TwinJobStatus status;
     std::vector<std::string> nodes;
     std::vector<std::string> racks;  // in order of first appearance
+    std::string hottest_link;        // "from->to"; "" before it first communicated
   };
   std::vector<JobView> Jobs() const;
   // Whether the twin has a node of that name.

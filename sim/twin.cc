@@ -297,6 +297,7 @@ struct JobState {
   double first_iteration_s = 0;
   bool stalled = false;
   size_t flow_offset = 0;  // of its phase's flows in the model, when in a phase
+  PathCongestion paths;
 };
 
 struct FaultState {
@@ -343,6 +344,7 @@ struct Twin::State {
   void AddFlowRates(int f, double loss, double goodput_share);
   void AddPauseRates(int nic);
   void UpdateJobs(const std::vector<double>& goodput_bps);
+  PathCongestion PathsOf(const JobState& job, size_t flows) const;
   double PortDropShare(int link) const;
   double CnpDeliveredShare(const std::vector<int>& path, bool lossy) const;
   void ApplyFaults();
@@ -631,6 +633,27 @@ void Twin::State::AddPauseRates(int i) {
   if (nic.rates[kXmitBytes] > 0) nic.rates[kXmitWaitUs] = port.pause_rx_share * 1e6;
 }
 
+PathCongestion Twin::State::PathsOf(const JobState& job, size_t flows) const {
+  PathCongestion paths;
+  auto worse = [](const PortState& a, const PortState& b) {
+    return std::tie(a.pause_rx_share, a.queue_bytes, a.utilization) >
+           std::tie(b.pause_rx_share, b.queue_bytes, b.utilization);
+  };
+  for (size_t f = job.flow_offset; f < job.flow_offset + flows; ++f) {
+    for (int k : model.flows()[f].path) {
+      const PortState& port = model.ports()[k];
+      paths.max_utilization = std::max(paths.max_utilization, port.utilization);
+      paths.max_queue_bytes = std::max(paths.max_queue_bytes, port.queue_bytes);
+      paths.max_mark_probability = std::max(paths.max_mark_probability, port.mark_probability);
+      paths.max_pause_share = std::max(paths.max_pause_share, port.pause_rx_share);
+      if (paths.hottest_link < 0 || worse(port, model.ports()[paths.hottest_link])) {
+        paths.hottest_link = k;
+      }
+    }
+  }
+  return paths;
+}
+
 // A job's phase goes at the pace of its slowest flow's goodput; a job with a dead node, or
 // whose phase has a flow that gets nothing through, is stalled.
 void Twin::State::UpdateJobs(const std::vector<double>& goodput_bps) {
@@ -644,6 +667,7 @@ void Twin::State::UpdateJobs(const std::vector<double>& goodput_bps) {
                                     goodput_bps.begin() + job.flow_offset + phase.flows.size());
     job.progress.progress_per_s = PhaseProgressPerS(phase, rates);
     job.stalled |= !(job.progress.progress_per_s > 0);
+    job.paths = PathsOf(job, phase.flows.size());
   }
 }
 
@@ -849,12 +873,14 @@ absl::Status Twin::StopJob(absl::string_view name) {
 std::vector<TwinJobStatus> Twin::jobs() const {
   std::vector<TwinJobStatus> out;
   for (const JobState& job : state_->jobs) {
-    out.push_back({.name = job.spec.name,
-                   .nodes = job.spec.nodes,
-                   .iterations_done = job.iterations_done,
-                   .last = job.last,
-                   .first_iteration_s = job.first_iteration_s,
-                   .stalled = job.stalled});
+    TwinJobStatus& status = out.emplace_back();
+    status.name = job.spec.name;
+    status.nodes = job.spec.nodes;
+    status.iterations_done = job.iterations_done;
+    status.last = job.last;
+    status.first_iteration_s = job.first_iteration_s;
+    status.stalled = job.stalled;
+    status.paths = job.paths;
   }
   return out;
 }

@@ -180,6 +180,18 @@ struct TwinFault {
   double injected_at_s = 0;
 };
 
+// The congestion on the ports a job's flows cross, as the live model last solved them while
+// the job communicated (its newest communication phase).
+struct PathCongestion {
+  double max_utilization = 0;
+  double max_queue_bytes = 0;
+  double max_mark_probability = 0;
+  double max_pause_share = 0;  // RoCE-priority rx pause share of a port on its paths
+  // The port that limits the job most: the most paused, then the fullest queue, then the
+  // busiest; -1 before the job first communicated.
+  int hottest_link = -1;
+};
+
 struct TwinJobStatus {
   std::string name;
   std::vector<int> nodes;  // rank order
@@ -189,6 +201,7 @@ struct TwinJobStatus {
   // No progress possible: a flow of the phase in progress gets nothing through (no path,
   // a dead end) or one of its nodes is dead (it computes nothing either).
   bool stalled = false;
+  PathCongestion paths;
 };
 
 class Twin {

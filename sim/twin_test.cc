@@ -240,6 +240,24 @@ TEST(TwinJobTest, JobsInDifferentRacksDoNotSlowEachOtherButSharedUplinksDo) {
   EXPECT_GT(cross_shared, cross_alone * 1.05);
 }
 
+TEST(TwinJobTest, AJobSeesTheCongestionOnItsPaths) {
+  Twin twin = SmallTwin();
+  ASSERT_TRUE(twin.StartJob(RingJob("quiet", {2, 3}, 0.1)).ok());  // inside rack-a
+  ASSERT_TRUE(twin.StartJob(CongestingJob()).ok());
+  EXPECT_EQ(Job(twin, "ring").paths.hottest_link, -1);  // computing, never communicated
+  ASSERT_TRUE(twin.Advance(0.15).ok());  // both inside their all-reduce
+  const PathCongestion ring = Job(twin, "ring").paths;
+  EXPECT_EQ(ring.max_utilization, 1);
+  EXPECT_GT(ring.max_queue_bytes, 0);
+  EXPECT_GT(ring.max_mark_probability, 0);
+  EXPECT_EQ(twin.model().ports()[ring.hottest_link].queue_bytes, ring.max_queue_bytes);
+  const PathCongestion quiet = Job(twin, "quiet").paths;
+  EXPECT_EQ(quiet.max_queue_bytes, 0);  // its NICs at line rate, no shared port
+  EXPECT_EQ(quiet.max_mark_probability, 0);
+  ASSERT_TRUE(twin.InjectFault({.kind = TwinFaultKind::kPfcStorm, .nic = 5, .value = 0.9}).ok());
+  EXPECT_NEAR(Job(twin, "ring").paths.max_pause_share, 0.9, 1e-9);
+}
+
 TEST(TwinJobTest, RefusesDuplicatesAndStopsJobs) {
   Twin twin = SmallTwin();
   ASSERT_TRUE(twin.StartJob(RingJob("a", {0, 1})).ok());
