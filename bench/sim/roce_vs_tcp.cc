@@ -18,7 +18,8 @@
 // and the receiving process (loopback TCP: one process's send copy and stack plus the
 // other's receive), so a node that sends and receives X bytes spends X · cpu_s_per_byte.
 // Every dependent step pays TCP's software latency on top of the twin's time: a ring
-// all-reduce has 2(n − 1) steps, an all-to-all one per call (all peers at once).
+// all-reduce has 2(n − 1) steps per call, an all-to-all one per call (all peers at once);
+// the twin moves each phase's bytes in one piece, so the calls only count for latency.
 // CPU load = bytes a node sends × cpu_s_per_byte / time.
 #include <cmath>
 #include <cstdio>
@@ -41,6 +42,9 @@ ABSL_FLAG(double, tcp_cpu_ns_per_byte, 0.30,
 ABSL_FLAG(double, tcp_step_latency_us, 6.2,
           "TCP's software latency per dependent step (µs); weft-perf all-reduce, 2 ranks, 8 B");
 ABSL_FLAG(std::string, comm_cores, "16,8", "Cores per node TCP may use for communication");
+ABSL_FLAG(int, all_reduce_calls_per_iteration, 1,
+          "All-reduce calls per iteration (1: one call over every gradient; a framework's "
+          "gradient buckets: one per bucket), each paying the ring's 2(n - 1) steps");
 ABSL_FLAG(int, alltoalls_per_iteration, 108,
           "MoE all-to-all calls per iteration (27 layers × dispatch, combine × fwd, bwd)");
 
@@ -91,7 +95,7 @@ struct Row {
 };
 
 std::vector<Row> Run(const Transport& transport, double cpu_s_per_byte, double latency_s,
-                     int alltoalls) {
+                     int all_reduce_calls, int alltoalls) {
   LeafSpineOptions o;
   o.racks = kRacks;
   o.nodes_per_rack = kNodesPerRack;
@@ -142,7 +146,7 @@ std::vector<Row> Run(const Transport& transport, double cpu_s_per_byte, double l
     if (transport.cores > 0) {
       // The jobs share no link, so adding the steps' latency after the run changes no
       // other flow's rate.
-      const double ring_steps = 2 * (n - 1);
+      const double ring_steps = 2 * (n - 1) * all_reduce_calls;
       row.all_reduce_s += ring_steps * latency_s;
       row.communication_s += (ring_steps + (g > 0 ? alltoalls : 0)) * latency_s;
     }
@@ -162,6 +166,7 @@ std::vector<Row> Run(const Transport& transport, double cpu_s_per_byte, double l
 int Main() {
   const double cpu_s_per_byte = absl::GetFlag(FLAGS_tcp_cpu_ns_per_byte) * 1e-9;
   const double latency_s = absl::GetFlag(FLAGS_tcp_step_latency_us) * 1e-6;
+  const int all_reduce_calls = absl::GetFlag(FLAGS_all_reduce_calls_per_iteration);
   const int alltoalls = absl::GetFlag(FLAGS_alltoalls_per_iteration);
   std::vector<Transport> transports = {{"RoCE v2", 0}};
   for (absl::string_view field : absl::StrSplit(absl::GetFlag(FLAGS_comm_cores), ',')) {
@@ -173,18 +178,21 @@ int Main() {
     }
     transports.push_back({absl::StrFormat("TCP, %d cores", cores), cores});
   }
-  if (!(cpu_s_per_byte > 0) || !(latency_s >= 0) || alltoalls < 0) {
-    std::fprintf(stderr, "--tcp_cpu_ns_per_byte must be > 0, --tcp_step_latency_us and "
-                         "--alltoalls_per_iteration >= 0\n");
+  if (!(cpu_s_per_byte > 0) || !(latency_s >= 0) || all_reduce_calls < 1 || alltoalls < 0) {
+    std::fprintf(stderr, "accepted: --tcp_cpu_ns_per_byte > 0, --tcp_step_latency_us >= 0, "
+                         "--all_reduce_calls_per_iteration >= 1, --alltoalls_per_iteration "
+                         ">= 0\n");
     return 1;
   }
   std::vector<std::vector<Row>> by_transport;
   for (const Transport& t : transports) {
-    by_transport.push_back(Run(t, cpu_s_per_byte, latency_s, alltoalls));
+    by_transport.push_back(Run(t, cpu_s_per_byte, latency_s, all_reduce_calls, alltoalls));
   }
   std::printf("TCP: %.3f ns of CPU per byte sent (sender and receiver together), %.1f µs per "
-              "dependent step; a node pushes %.1f Gb/s per core.\n\n",
-              1e9 * cpu_s_per_byte, 1e6 * latency_s, 8 / cpu_s_per_byte / 1e9);
+              "dependent step; a node pushes %.1f Gb/s per core. %d all-reduce call(s) and "
+              "%d all-to-all calls (MoE) per iteration.\n\n",
+              1e9 * cpu_s_per_byte, 1e6 * latency_s, 8 / cpu_s_per_byte / 1e9, all_reduce_calls,
+              alltoalls);
   const std::vector<TrainingJobSpec> jobs = Jobs();
   for (size_t j = 0; j < jobs.size(); ++j) {
     const Row& roce = by_transport[0][j];
