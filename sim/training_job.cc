@@ -86,6 +86,9 @@ absl::StatusOr<std::vector<JobPhase>> BuildJobPhases(const Fabric& fabric,
     return OutOfRange(job, "model.activation_bytes_per_node", m.activation_bytes_per_node,
                       "[0, inf)");
   }
+  if (!(job.host_bps_per_node > 0)) {
+    return OutOfRange(job, "host_bps_per_node", job.host_bps_per_node, "(0, inf]");
+  }
   const int n = static_cast<int>(job.nodes.size());
   if (n == 0) return OutOfRange(job, "nodes.size()", 0, "at least 1 node");
   if (layout.pipeline_stages < 1 || n % layout.pipeline_stages != 0) {
@@ -150,7 +153,16 @@ absl::StatusOr<std::vector<JobPhase>> BuildJobPhases(const Fabric& fabric,
         }
       }
     }
-    if (!phase.flows.empty()) phases.push_back(std::move(phase));
+    if (phase.flows.empty()) return;
+    if (job.host_bps_per_node != kAsFastAsAllowed) {
+      absl::flat_hash_map<int, int> flows_from_node;
+      for (const FlowSpec& flow : phase.flows) ++flows_from_node[fabric.nics()[flow.src_nic].node];
+      for (FlowSpec& flow : phase.flows) {
+        flow.demand_bps =
+            job.host_bps_per_node / flows_from_node[fabric.nics()[flow.src_nic].node];
+      }
+    }
+    phases.push_back(std::move(phase));
   };
   auto slice = [&](int first, int count) {
     return std::vector<int>(job.nodes.begin() + first, job.nodes.begin() + first + count);

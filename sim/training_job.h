@@ -84,6 +84,11 @@ struct TrainingJobSpec {
   ModelSpec model;
   ParallelLayout layout;
   std::vector<int> nodes;  // fabric node ids in rank order; distinct, same NIC count
+  // A host-driven transport (TCP): the bits per second a node's cores can push for the
+  // job, split evenly over the node's outgoing flows of each phase as their demand
+  // (FlowSpec::demand_bps); > 0. Infinite (the default): the NIC moves the bytes (RoCE),
+  // no host cap.
+  double host_bps_per_node = kAsFastAsAllowed;
 };
 
 enum class PhaseKind { kAllToAll, kPipelineSendRecv, kAllReduce };

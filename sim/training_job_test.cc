@@ -164,6 +164,29 @@ TEST(TrainingJobTest, TreeOfTwoEqualsRing) {
                    2e9 / kNicBytesPerS);
 }
 
+TEST(TrainingJobTest, HostCapSplitsOverTheNodesFlowsOfEachPhase) {
+  // A TCP-like host pushing 40 Gb/s per node: a ring over 2 NICs has 2 flows per node
+  // (20 Gb/s each), an all-to-all among 4 nodes over 1 NIC has 3 (13.3 Gb/s each).
+  TrainingJobSpec ring = RingJob("ring", {0, 1, 2, 3});
+  ring.host_bps_per_node = 40e9;
+  const double s = 2e9, n = 4;
+  EXPECT_DOUBLE_EQ(
+      Phase(RunJobs({ring}, /*nics_per_node=*/2)[0].iterations[0], PhaseKind::kAllReduce).time_s,
+      2 * (n - 1) / n * (s / 2) / (20e9 / 8));
+  TrainingJobSpec moe = RingJob("moe", {0, 1, 2, 3});
+  moe.model.alltoall_bytes_per_node = 3e9;
+  moe.layout.expert_group_nodes = 4;
+  moe.host_bps_per_node = 40e9;
+  const IterationReport it = RunJobs({moe})[0].iterations[0];
+  EXPECT_DOUBLE_EQ(Phase(it, PhaseKind::kAllToAll).time_s, 3e9 / 4 / (40e9 / 3 / 8));
+  EXPECT_DOUBLE_EQ(Phase(it, PhaseKind::kAllReduce).time_s, 2 * (n - 1) / n * s / (40e9 / 8));
+  // A cap above what the NICs carry changes nothing.
+  ring.host_bps_per_node = 1e15;
+  EXPECT_DOUBLE_EQ(
+      Phase(RunJobs({ring}, 2)[0].iterations[0], PhaseKind::kAllReduce).time_s,
+      2 * (n - 1) / n * (s / 2) / kNicBytesPerS);
+}
+
 absl::Status CreateError(std::vector<TrainingJobSpec> jobs) {
   return TrainingRun::Create(TwoRacks(), DcqcnParams(), std::move(jobs)).status();
 }
@@ -174,6 +197,11 @@ TEST(TrainingJobTest, RefusesBadDescriptionsNamingFieldValueAndRange) {
   EXPECT_THAT(CreateError({job}).message(),
               AllOf(HasSubstr("jobs[0] job 'bad'"), HasSubstr("model.parameters = 0"),
                     HasSubstr("accepted (0, inf)")));
+  job = RingJob("bad", {0, 1});
+  job.host_bps_per_node = 0;
+  EXPECT_THAT(CreateError({job}).message(),
+              AllOf(HasSubstr("jobs[0] job 'bad'"), HasSubstr("host_bps_per_node = 0"),
+                    HasSubstr("accepted (0, inf]")));
   job = RingJob("bad", {0, 1});
   job.model.bytes_per_gradient_element = 32;
   EXPECT_THAT(CreateError({job}).message(),
