@@ -43,11 +43,7 @@ constexpr double kStableStdOverMean = 0.1;
 constexpr double kOscillatingStdOverMean = 0.4;
 
 DcqcnParams Conext16(double feedback_delay_us) {
-  DcqcnParams params;
-  params.packet_bytes = 1000;
-  params.above_kmax = AboveKmax::kExtendRamp;
-  params.feedback_delay_us = feedback_delay_us;
-  return params;
+  return Conext16AnalysisParams(feedback_delay_us);
 }
 
 struct SimRun {
