@@ -167,14 +167,15 @@ MarkingTerms MarkingTermsAt(const ModelUnits& units, double p) {
   MarkingTerms terms;
   terms.p = p;
   terms.log_keep = (p > 0 && p < 1) ? std::log1p(-p) : 0;
-  terms.byte_events_per_packet = CounterEventsPerPacket(p, terms.log_keep, units.byte_counter_packets);
+  terms.byte_events_per_packet =
+      CounterEventsPerPacket(p, terms.log_keep, units.byte_counter_packets);
   terms.byte_after_recovery =
       NoneMarked(p, terms.log_keep, units.fast_recovery_steps * units.byte_counter_packets);
   return terms;
 }
 
-FlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,
-                          const FlowState& state, double delayed_rate_pps) {
+DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,
+                               const DcqcnFlowState& state, double delayed_rate_pps) {
   const double p = marking.p, log_keep = marking.log_keep, r_hat = delayed_rate_pps;
   const double r_c = state.rate_current_pps, r_t = state.rate_target_pps;
   const double cut = AnyMarked(p, log_keep, units.tau_s * r_hat);  // a CNP in the last τ
@@ -183,7 +184,7 @@ FlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,
   const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep, units.timer_s);
   const double timer_after_recovery =
       NoneMarked(p, log_keep, units.fast_recovery_steps * units.timer_s * r_hat);
-  FlowState d;
+  DcqcnFlowState d;
   d.alpha = units.g / units.tau_prime_s * (alpha_marked - state.alpha);
   d.rate_target_pps = -(r_t - r_c) / units.tau_s * cut +
                       units.rate_ai_pps * marking.byte_after_recovery * byte_events +
@@ -273,8 +274,8 @@ void DcqcnFluidModel::Step() {
       rate_current_pps_[i] = rate_target_pps_[i] = flows_[i].initial_rate_bps / packet_bits;
       alpha_[i] = flows_[i].initial_alpha;
     }
-    const FlowState state{alpha_[i], rate_target_pps_[i], rate_current_pps_[i]};
-    FlowState d = FlowDerivatives(units_, marking, state, delayed_rate[i]);
+    const DcqcnFlowState state{alpha_[i], rate_target_pps_[i], rate_current_pps_[i]};
+    DcqcnFlowState d = FlowDerivatives(units_, marking, state, delayed_rate[i]);
     if (state.rate_target_pps >= capacity_pps) d.rate_target_pps = std::min(d.rate_target_pps, 0.0);
     if (state.rate_current_pps >= capacity_pps) {
       d.rate_current_pps = std::min(d.rate_current_pps, 0.0);

@@ -123,7 +123,7 @@ struct MarkingTerms {
 MarkingTerms MarkingTermsAt(const ModelUnits& units, double p);
 
 // One flow's state, or its time derivative, in the model's units.
-struct FlowState {
+struct DcqcnFlowState {
   double alpha = 0;
   double rate_target_pps = 0;   // R_T
   double rate_current_pps = 0;  // R_C
@@ -133,8 +133,8 @@ struct FlowState {
 // delayed_rate_pps (R^), under the delayed marking `marking` (p^). Without the clamps
 // at R ≥ C: Step applies them; the linearization (sim/dcqcn_stability.h) works at a
 // fixed point below C, where they do not act.
-FlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,
-                          const FlowState& state, double delayed_rate_pps);
+DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,
+                               const DcqcnFlowState& state, double delayed_rate_pps);
 
 // One flow's start: R_C = R_T = initial_rate_bps from start_us on (absent before).
 struct FlowStart {

@@ -43,9 +43,7 @@ using ::testing::HasSubstr;
 constexpr double kStableStdOverMean = 0.1;
 constexpr double kOscillatingStdOverMean = 0.4;
 
-DcqcnParams Conext16(double feedback_delay_us) {
-  return Conext16AnalysisParams(feedback_delay_us);
-}
+DcqcnParams Conext16(double feedback_delay_us) { return Conext16AnalysisParams(feedback_delay_us); }
 
 struct SimRun {
   Trace trace;

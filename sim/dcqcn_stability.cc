@@ -12,30 +12,30 @@ namespace {
 
 using Complex = std::complex<double>;
 
-// The state as a vector in FlowState order (α, R_T, R_C), for the Jacobian's columns.
-double& Component(FlowState& state, int i) {
+// The state as a vector in DcqcnFlowState order (α, R_T, R_C), for the Jacobian's columns.
+double& Component(DcqcnFlowState& state, int i) {
   return i == 0 ? state.alpha : i == 1 ? state.rate_target_pps : state.rate_current_pps;
 }
 
 // Central difference of the three derivatives in one argument: `derivatives_at(x)` is the
 // right-hand side with that argument set to x. A relative step of 1e-6 keeps truncation
 // and rounding errors both near 1e-10 of the terms, plenty for a margin in degrees.
-void CentralDifference(const std::function<FlowState(double)>& derivatives_at, double x,
+void CentralDifference(const std::function<DcqcnFlowState(double)>& derivatives_at, double x,
                        double column[3]) {
   const double h = 1e-6 * std::abs(x);
-  FlowState up = derivatives_at(x + h), down = derivatives_at(x - h);
+  DcqcnFlowState up = derivatives_at(x + h), down = derivatives_at(x - h);
   for (int i = 0; i < 3; ++i) column[i] = (Component(up, i) - Component(down, i)) / (2 * h);
 }
 
 // R_T* from dR_T/dt = 0: the derivative is affine in R_T (−(R_T − R_C)/τ·cut + increase),
 // so two evaluations give its root without a second copy of the equation.
-double SolveTargetRate(const ModelUnits& units, const MarkingTerms& marking, FlowState state) {
+double SolveTargetRate(const ModelUnits& units, const MarkingTerms& marking, DcqcnFlowState state) {
   state.rate_target_pps = state.rate_current_pps;
-  const double at_current = FlowDerivatives(units, marking, state, state.rate_current_pps)
-                                .rate_target_pps;
+  const double at_current =
+      FlowDerivatives(units, marking, state, state.rate_current_pps).rate_target_pps;
   state.rate_target_pps = 2 * state.rate_current_pps;
-  const double at_double = FlowDerivatives(units, marking, state, state.rate_current_pps)
-                               .rate_target_pps;
+  const double at_double =
+      FlowDerivatives(units, marking, state, state.rate_current_pps).rate_target_pps;
   const double slope = (at_double - at_current) / state.rate_current_pps;
   return state.rate_current_pps - at_current / slope;
 }
@@ -80,7 +80,7 @@ absl::StatusOr<LinearizedFlow> Linearize(const DcqcnParams& params, int num_flow
   flow.ramp_slope_per_packet = params.pmax / (units.kmax_packets - units.kmin_packets);
   flow.marking_probability = p;
   const MarkingTerms marking = MarkingTermsAt(units, p);
-  FlowState& x = flow.fixed_point;
+  DcqcnFlowState& x = flow.fixed_point;
   x.alpha = fp.alpha;
   x.rate_current_pps = units.capacity_pps / num_flows;
   x.rate_target_pps = SolveTargetRate(units, marking, x);
@@ -90,7 +90,7 @@ absl::StatusOr<LinearizedFlow> Linearize(const DcqcnParams& params, int num_flow
   for (int j = 0; j < 3; ++j) {
     CentralDifference(
         [&](double v) {
-          FlowState moved = x;
+          DcqcnFlowState moved = x;
           Component(moved, j) = v;
           return FlowDerivatives(units, marking, moved, r_hat);
         },

@@ -18,10 +18,9 @@
 // Pure functions of their arguments; thread-compatible.
 //
 // Example:
-//   DcqcnParams params;
-//   params.above_kmax = AboveKmax::kExtendRamp;
-//   params.feedback_delay_us = 50;
-//   ASSIGN_OR_RETURN(LoopMargin margin, PhaseMargin(params, 10));  // ≈ −x°: unstable
+//   DcqcnParams params = Conext16AnalysisParams(/*feedback_delay_us=*/100);
+//   ASSIGN_OR_RETURN(LoopMargin margin, PhaseMargin(params, 10));
+//   // margin.phase_margin_deg ≈ −5.6: the fixed point is unstable, the queue oscillates.
 #ifndef WEFT_SIM_DCQCN_STABILITY_H_
 #define WEFT_SIM_DCQCN_STABILITY_H_
 
@@ -35,13 +34,13 @@ namespace weft::sim {
 // One flow linearized at the N-flow fixed point, in the model's units (packets, s).
 struct LinearizedFlow {
   int num_flows = 0;
-  double delay_s = 0;                    // τ*
-  double ramp_slope_per_packet = 0;      // k = dp/dq
-  FlowState fixed_point;                 // α*, R_T*, R_C*
-  double marking_probability = 0;        // p*
-  double jacobian[3][3] = {};            // A, rows and columns in FlowState order
-  double marking_input[3] = {};          // b = ∂f/∂p^
-  double delayed_rate_input[3] = {};     // c = ∂f/∂R^
+  double delay_s = 0;                 // τ*
+  double ramp_slope_per_packet = 0;   // k = dp/dq
+  DcqcnFlowState fixed_point;         // α*, R_T*, R_C*
+  double marking_probability = 0;     // p*
+  double jacobian[3][3] = {};         // A, rows and columns in DcqcnFlowState order
+  double marking_input[3] = {};       // b = ∂f/∂p^
+  double delayed_rate_input[3] = {};  // c = ∂f/∂R^
 };
 
 // Linearizes the model for `num_flows` identical flows. Fails with InvalidArgument on bad

@@ -10,10 +10,14 @@
 //   τ* = 50 µs: lowest +1.9° at N = 10; the published curve is negative for N = 4–20.
 //   τ* = 85 µs: negative for N = 4–20; 100 µs: N = 2–24 (published 2–34).
 //   R_AI = 10 Mb/s, Kmax = 1000 KB, 100 µs: ≥ 3.0° for every N (published ≥ 15.5°).
-// So the trends hold and the band opens later: the model's margins fall with delay at
-// ω_c ≈ 2600 rad/s for N = 10 (≈ 7.5° per 50 µs), and the authors' hand-simplified
-// transfer function (with the cube-root p*, which alone lifts N = 10 at τ* = 0 to 14°)
-// is not what this file linearizes.
+// So the trends hold and the band opens later. A margin falls with delay at its
+// crossover ω_c: the model's is 2590 rad/s at N = 10 (7.4° per 50 µs) and falls with N;
+// the published curves fall 18°, 11° and 16° per 50 µs at N = 2, 10, 100 (ω_c ≈ 6300,
+// 3900, 5700 rad/s). The authors' script (stability.m) is a hand-simplified transfer
+// function at the cube-root p*, not this linearization; the cube-root p* alone moves
+// the model's margins up, not down (N = 10, τ* = 4 µs: 14.4° instead of 8.7°). The
+// published curves also contradict Fig. 4 at N = 2: interpolated to 85 µs they give
+// about −4.6° (unstable) where Fig. 4 shows 2 flows stable; this model gives +0.1°.
 #include "sim/dcqcn_stability.h"
 
 #include <cmath>
@@ -30,9 +34,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-DcqcnParams Conext16(double feedback_delay_us) {
-  return Conext16AnalysisParams(feedback_delay_us);
-}
+DcqcnParams Conext16(double feedback_delay_us) { return Conext16AnalysisParams(feedback_delay_us); }
 
 // Fig. 3c's tuning: slower additive increase, a ramp five times longer.
 DcqcnParams Fig3cTuned(double feedback_delay_us) {
@@ -73,12 +75,12 @@ TEST(LinearizeTest, LinearizesAtAFixedPointOfTheModel) {
   const DcqcnParams params = Conext16(0);
   const LinearizedFlow flow = Linearize(params, 10).value();
   const ModelUnits units = ToModelUnits(params);
-  const FlowState& x = flow.fixed_point;
+  const DcqcnFlowState& x = flow.fixed_point;
   EXPECT_DOUBLE_EQ(x.rate_current_pps, 5e6 / 10);
   EXPECT_GT(x.rate_target_pps, x.rate_current_pps);
   // Every derivative vanishes there (relative to the terms that balance).
-  const FlowState d = FlowDerivatives(units, MarkingTermsAt(units, flow.marking_probability), x,
-                                      x.rate_current_pps);
+  const DcqcnFlowState d = FlowDerivatives(units, MarkingTermsAt(units, flow.marking_probability),
+                                           x, x.rate_current_pps);
   EXPECT_NEAR(d.alpha, 0, 1e-9);
   EXPECT_NEAR(d.rate_target_pps / units.rate_ai_pps, 0, 1e-6);
   EXPECT_NEAR(d.rate_current_pps / units.rate_ai_pps, 0, 1e-6);
