@@ -24,8 +24,8 @@ ABSL_FLAG(bool, extend_ramp, true,
 ABSL_FLAG(double, duration_ms, 200, "simulated time per run");
 ABSL_FLAG(bool, convergence, true, "also run the unfair-start convergence points");
 ABSL_FLAG(bool, phase_margin, false,
-          "print the phase margin against N (Fig. 3a at τ* = 0, 50, 100 µs; Fig. 3c: R_AI = "
-          "10 Mb/s, Kmax = 1000 KB at 100 µs) and skip the time-domain runs");
+          "print the phase margin against N (Fig. 3a at τ* = 0, 50, 85, 100 µs; Fig. 3c: R_AI = "
+          "10 Mb/s, Kmax = 1000 KB at 0 and 100 µs) and skip the time-domain runs");
 
 namespace weft::sim {
 namespace {
@@ -51,12 +51,13 @@ Measured RunOne(const DcqcnParams& params, std::vector<FlowStart> flows, double 
   return m;
 }
 
-// One column of Fig. 3: the phase margin for N = 2..100 under `params`.
+// One column of Fig. 3: "margin (crossover)" for each N under `params`.
 std::vector<std::string> MarginColumn(const DcqcnParams& params, const std::vector<int>& flows) {
   std::vector<std::string> cells;
   for (int n : flows) {
     absl::StatusOr<LoopMargin> margin = PhaseMargin(params, n);
-    cells.push_back(margin.ok() ? absl::StrFormat("%.2f", margin->phase_margin_deg)
+    cells.push_back(margin.ok() ? absl::StrFormat("%.2f (%.0f)", margin->phase_margin_deg,
+                                                  margin->crossover_rad_per_s)
                                 : std::string(margin.status().message()));
   }
   return cells;
@@ -64,26 +65,37 @@ std::vector<std::string> MarginColumn(const DcqcnParams& params, const std::vect
 
 int PrintPhaseMargins(const DcqcnParams& base) {
   const std::vector<int> flows = {2, 4, 6, 8, 10, 12, 16, 20, 24, 30, 34, 40, 50, 64, 80, 100};
-  std::vector<std::vector<std::string>> columns;
-  for (double delay_us : {0.0, 50.0, 100.0}) {
-    DcqcnParams params = base;
-    params.feedback_delay_us = delay_us;
-    columns.push_back(MarginColumn(params, flows));
+  struct Column {
+    std::string title;
+    DcqcnParams params;
+  };
+  std::vector<Column> columns;
+  for (double delay_us : {0.0, 50.0, 85.0, 100.0}) {
+    columns.push_back({absl::StrFormat("τ* = %g µs", delay_us), base});
+    columns.back().params.feedback_delay_us = delay_us;
   }
-  DcqcnParams tuned = base;
-  tuned.feedback_delay_us = 100;
-  tuned.rate_ai_bps = 10e6;
-  tuned.kmax_bytes = 1000e3;
-  columns.push_back(MarginColumn(tuned, flows));
+  for (double delay_us : {0.0, 100.0}) {  // Fig. 3c's tuning
+    columns.push_back({absl::StrFormat("R_AI 10 Mb/s, Kmax 1000 KB, τ* = %g µs", delay_us), base});
+    columns.back().params.feedback_delay_us = delay_us;
+    columns.back().params.rate_ai_bps = 10e6;
+    columns.back().params.kmax_bytes = 1000e3;
+  }
   std::printf(
-      "Phase margin (degrees) of the linearized loop, packet_bytes %g, above Kmax: %s\n\n"
-      "| N | τ* = 0 | τ* = 50 µs | τ* = 100 µs | R_AI 10 Mb/s, Kmax 1000 KB, 100 µs |\n"
-      "|---|---|---|---|---|\n",
+      "Phase margin in degrees (gain crossover in rad/s) of the linearized loop, packet_bytes "
+      "%g, above Kmax: %s\n\n| N |",
       base.packet_bytes, base.above_kmax == AboveKmax::kExtendRamp ? "ramp continued" : "mark all");
-  for (size_t i = 0; i < flows.size(); ++i) {
-    std::printf("| %d | %s | %s | %s | %s |\n", flows[i], columns[0][i].c_str(),
-                columns[1][i].c_str(), columns[2][i].c_str(), columns[3][i].c_str());
+  std::vector<std::vector<std::string>> cells;
+  for (const Column& column : columns) {
+    std::printf(" %s |", column.title.c_str());
+    cells.push_back(MarginColumn(column.params, flows));
   }
+  std::printf("\n|---|");
+  for (size_t c = 0; c < columns.size(); ++c) std::printf("---|");
+  for (size_t i = 0; i < flows.size(); ++i) {
+    std::printf("\n| %d |", flows[i]);
+    for (const std::vector<std::string>& column : cells) std::printf(" %s |", column[i].c_str());
+  }
+  std::printf("\n");
   return 0;
 }
 
