@@ -22,7 +22,7 @@ double& Component(DcqcnFlowState& state, int i) {
 // and rounding errors both near 1e-10 of the terms, plenty for a margin in degrees.
 void CentralDifference(const std::function<DcqcnFlowState(double)>& derivatives_at, double x,
                        double column[3]) {
-  const double h = 1e-6 * std::abs(x);
+  const double h = 1e-6 * std::max(std::abs(x), 1e-12);  // every x is > 0 at a fixed point
   DcqcnFlowState up = derivatives_at(x + h), down = derivatives_at(x - h);
   for (int i = 0; i < 3; ++i) column[i] = (Component(up, i) - Component(down, i)) / (2 * h);
 }
