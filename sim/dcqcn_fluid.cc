@@ -52,6 +52,13 @@ double NoneMarked(double p, double log_keep, double n) {
 
 }  // namespace
 
+DcqcnParams Conext16AnalysisParams(double feedback_delay_us) {
+  DcqcnParams params;
+  params.above_kmax = AboveKmax::kExtendRamp;
+  params.feedback_delay_us = feedback_delay_us;
+  return params;
+}
+
 absl::Status ValidateParams(const DcqcnParams& params) {
   struct Range {
     const char* name;
@@ -140,6 +147,53 @@ absl::StatusOr<FixedPoint> ClosedFormFixedPoint(const DcqcnParams& params, int n
   return fp;
 }
 
+ModelUnits ToModelUnits(const DcqcnParams& params) {
+  const double packet_bits = params.packet_bytes * 8;
+  ModelUnits units;
+  units.capacity_pps = params.capacity_bps / packet_bits;
+  units.rate_ai_pps = params.rate_ai_bps / packet_bits;
+  units.byte_counter_packets = params.byte_counter_bytes / params.packet_bytes;
+  units.kmin_packets = params.kmin_bytes / params.packet_bytes;
+  units.kmax_packets = params.kmax_bytes / params.packet_bytes;
+  units.tau_s = params.tau_us * 1e-6;
+  units.tau_prime_s = params.tau_prime_us * 1e-6;
+  units.timer_s = params.timer_us * 1e-6;
+  units.fast_recovery_steps = params.fast_recovery_steps;
+  units.g = params.g;
+  return units;
+}
+
+MarkingTerms MarkingTermsAt(const ModelUnits& units, double p) {
+  MarkingTerms terms;
+  terms.p = p;
+  terms.log_keep = (p > 0 && p < 1) ? std::log1p(-p) : 0;
+  terms.byte_events_per_packet =
+      CounterEventsPerPacket(p, terms.log_keep, units.byte_counter_packets);
+  terms.byte_after_recovery =
+      NoneMarked(p, terms.log_keep, units.fast_recovery_steps * units.byte_counter_packets);
+  return terms;
+}
+
+DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,
+                               const DcqcnFlowState& state, double delayed_rate_pps) {
+  const double p = marking.p, log_keep = marking.log_keep, r_hat = delayed_rate_pps;
+  const double r_c = state.rate_current_pps, r_t = state.rate_target_pps;
+  const double cut = AnyMarked(p, log_keep, units.tau_s * r_hat);  // a CNP in the last τ
+  const double alpha_marked = AnyMarked(p, log_keep, units.tau_prime_s * r_hat);
+  const double byte_events = marking.byte_events_per_packet * r_hat;  // per second
+  const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep, units.timer_s);
+  const double timer_after_recovery =
+      NoneMarked(p, log_keep, units.fast_recovery_steps * units.timer_s * r_hat);
+  DcqcnFlowState d;
+  d.alpha = units.g / units.tau_prime_s * (alpha_marked - state.alpha);
+  d.rate_target_pps = -(r_t - r_c) / units.tau_s * cut +
+                      units.rate_ai_pps * marking.byte_after_recovery * byte_events +
+                      units.rate_ai_pps * timer_after_recovery * timer_events;
+  d.rate_current_pps = -r_c * state.alpha / (2 * units.tau_s) * cut +
+                       (r_t - r_c) / 2 * byte_events + (r_t - r_c) / 2 * timer_events;
+  return d;
+}
+
 std::vector<FlowStart> UniformFlows(int num_flows, double rate_bps) {
   std::vector<FlowStart> flows(std::max(num_flows, 0));
   for (FlowStart& flow : flows) flow.initial_rate_bps = rate_bps;
@@ -175,14 +229,7 @@ DcqcnFluidModel::DcqcnFluidModel(const DcqcnParams& params, std::vector<FlowStar
                                  double step_us)
     : params_(params), flows_(std::move(flows)), step_us_(step_us), step_s_(step_us * 1e-6) {
   const double packet_bits = params_.packet_bytes * 8;
-  capacity_pps_ = params_.capacity_bps / packet_bits;
-  rate_ai_pps_ = params_.rate_ai_bps / packet_bits;
-  byte_counter_packets_ = params_.byte_counter_bytes / params_.packet_bytes;
-  kmin_packets_ = params_.kmin_bytes / params_.packet_bytes;
-  kmax_packets_ = params_.kmax_bytes / params_.packet_bytes;
-  tau_s_ = params_.tau_us * 1e-6;
-  tau_prime_s_ = params_.tau_prime_us * 1e-6;
-  timer_s_ = params_.timer_us * 1e-6;
+  units_ = ToModelUnits(params_);
 
   const int n = num_flows();
   rate_current_pps_.assign(n, 0);
@@ -217,11 +264,8 @@ void DcqcnFluidModel::Step() {
   const int read_slot = static_cast<int>((step_count_ + 1) % history_len_);
   const double p = p_history_[read_slot];
   const double* delayed_rate = &rate_history_pps_[static_cast<size_t>(read_slot) * n];
-  const double log_keep = (p > 0 && p < 1) ? std::log1p(-p) : 0;
-
-  const double f = params_.fast_recovery_steps;
-  const double byte_events_per_packet = CounterEventsPerPacket(p, log_keep, byte_counter_packets_);
-  const double byte_after_recovery = NoneMarked(p, log_keep, f * byte_counter_packets_);
+  const MarkingTerms marking = MarkingTermsAt(units_, p);
+  const double capacity_pps = units_.capacity_pps;
   double total_rate = 0;
   for (int i = 0; i < n; ++i) {
     if (!Active(i)) continue;
@@ -230,32 +274,20 @@ void DcqcnFluidModel::Step() {
       rate_current_pps_[i] = rate_target_pps_[i] = flows_[i].initial_rate_bps / packet_bits;
       alpha_[i] = flows_[i].initial_alpha;
     }
-    const double r_c = rate_current_pps_[i];
-    const double r_t = rate_target_pps_[i];
-    const double a = alpha_[i];
-    const double r_hat = delayed_rate[i];
-
-    const double cut = AnyMarked(p, log_keep, tau_s_ * r_hat);  // a CNP in the last τ
-    const double alpha_marked = AnyMarked(p, log_keep, tau_prime_s_ * r_hat);
-    const double byte_events = byte_events_per_packet * r_hat;  // per second
-    const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep, timer_s_);
-    const double timer_after_recovery = NoneMarked(p, log_keep, f * timer_s_ * r_hat);
-
-    const double d_alpha = params_.g / tau_prime_s_ * (alpha_marked - a);
-    double d_target = -(r_t - r_c) / tau_s_ * cut +
-                      rate_ai_pps_ * byte_after_recovery * byte_events +
-                      rate_ai_pps_ * timer_after_recovery * timer_events;
-    double d_current = -r_c * a / (2 * tau_s_) * cut + (r_t - r_c) / 2 * byte_events +
-                       (r_t - r_c) / 2 * timer_events;
-    if (r_t >= capacity_pps_) d_target = std::min(d_target, 0.0);
-    if (r_c >= capacity_pps_) d_current = std::min(d_current, 0.0);
-
-    rate_target_pps_[i] = std::clamp(r_t + d_target * step_s_, 0.0, capacity_pps_);
-    rate_current_pps_[i] = std::clamp(r_c + d_current * step_s_, 0.0, capacity_pps_);
-    alpha_[i] = std::clamp(a + d_alpha * step_s_, 0.0, 1.0);
-    total_rate += r_c;
+    const DcqcnFlowState state{alpha_[i], rate_target_pps_[i], rate_current_pps_[i]};
+    DcqcnFlowState d = FlowDerivatives(units_, marking, state, delayed_rate[i]);
+    if (state.rate_target_pps >= capacity_pps) d.rate_target_pps = std::min(d.rate_target_pps, 0.0);
+    if (state.rate_current_pps >= capacity_pps) {
+      d.rate_current_pps = std::min(d.rate_current_pps, 0.0);
+    }
+    rate_target_pps_[i] =
+        std::clamp(state.rate_target_pps + d.rate_target_pps * step_s_, 0.0, capacity_pps);
+    rate_current_pps_[i] =
+        std::clamp(state.rate_current_pps + d.rate_current_pps * step_s_, 0.0, capacity_pps);
+    alpha_[i] = std::clamp(state.alpha + d.alpha * step_s_, 0.0, 1.0);
+    total_rate += state.rate_current_pps;
   }
-  double d_queue = total_rate - capacity_pps_;
+  double d_queue = total_rate - capacity_pps;
   if (queue_packets_ <= 0) d_queue = std::max(d_queue, 0.0);
   queue_packets_ = std::max(queue_packets_ + d_queue * step_s_, 0.0);
 

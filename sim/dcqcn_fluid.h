@@ -68,6 +68,11 @@ struct DcqcnParams {
   double packet_bytes = 1000;        // the unit the model counts in (0.125 = bits)
 };
 
+// The set the CoNEXT'16 results are checked against (sim/dcqcn_fluid_test.cc,
+// sim/dcqcn_stability_test.cc): the defaults (the paper's parameters, 1 KB packets) with
+// the ramp continued above Kmax, the marking the authors' analysis linearizes.
+DcqcnParams Conext16AnalysisParams(double feedback_delay_us);
+
 // Refuses a parameter out of its range with a message naming it, its value and the range.
 absl::Status ValidateParams(const DcqcnParams& params);
 
@@ -91,6 +96,45 @@ struct FixedPoint {
   bool beyond_ramp = false;
 };
 absl::StatusOr<FixedPoint> ClosedFormFixedPoint(const DcqcnParams& params, int num_flows);
+
+// The parameters in the units the model integrates in: packets, packets/s, seconds.
+struct ModelUnits {
+  double capacity_pps = 0;
+  double rate_ai_pps = 0;
+  double byte_counter_packets = 0;
+  double kmin_packets = 0;
+  double kmax_packets = 0;
+  double tau_s = 0;
+  double tau_prime_s = 0;
+  double timer_s = 0;
+  double fast_recovery_steps = 0;
+  double g = 0;
+};
+ModelUnits ToModelUnits(const DcqcnParams& params);
+
+// The factors of Fig. 1 that depend on the delayed marking probability p^ alone; every
+// flow of a step shares them (computing them once per step keeps Step cheap).
+struct MarkingTerms {
+  double p = 0;
+  double log_keep = 0;                // log(1 - p); 0 at p = 0 and p = 1
+  double byte_events_per_packet = 0;  // p / ((1 - p)^(-B) - 1)
+  double byte_after_recovery = 1;     // (1 - p)^(F·B)
+};
+MarkingTerms MarkingTermsAt(const ModelUnits& units, double p);
+
+// One flow's state, or its time derivative, in the model's units.
+struct DcqcnFlowState {
+  double alpha = 0;
+  double rate_target_pps = 0;   // R_T
+  double rate_current_pps = 0;  // R_C
+};
+
+// dα/dt, dR_T/dt and dR_C/dt of Fig. 1 for one flow whose rate one loop delay ago was
+// delayed_rate_pps (R^), under the delayed marking `marking` (p^). Without the clamps
+// at R ≥ C: Step applies them; the linearization (sim/dcqcn_stability.h) works at a
+// fixed point below C, where they do not act.
+DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,
+                               const DcqcnFlowState& state, double delayed_rate_pps);
 
 // One flow's start: R_C = R_T = initial_rate_bps from start_us on (absent before).
 struct FlowStart {
@@ -150,15 +194,7 @@ class DcqcnFluidModel {
   std::vector<FlowStart> flows_;
   double step_us_;
   double step_s_;
-  // Parameters in the model's units: packets, packets/s, seconds.
-  double capacity_pps_;
-  double rate_ai_pps_;
-  double byte_counter_packets_;
-  double kmin_packets_;
-  double kmax_packets_;
-  double tau_s_;
-  double tau_prime_s_;
-  double timer_s_;
+  ModelUnits units_;
 
   int64_t step_count_ = 0;
   double queue_packets_ = 0;

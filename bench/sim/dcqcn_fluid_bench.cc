@@ -1,8 +1,10 @@
 // The DCQCN fluid model against the CoNEXT'16 published points (Fig. 4 time domain,
 // the closed-form fixed point, the convergence bound data), and what it costs:
 // simulated flow-microseconds per wall second. Prints Markdown for docs/benchmarks.md.
+// --phase_margin prints the linearized loop's phase margin against N (Fig. 3) instead.
 //
 //   bazel run -c opt //bench/sim:dcqcn_fluid_bench -- --packet_bytes=1000
+//   bazel run -c opt //bench/sim:dcqcn_fluid_bench -- --phase_margin
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -12,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
 #include "sim/dcqcn_fluid.h"
+#include "sim/dcqcn_stability.h"
 
 ABSL_FLAG(double, packet_bytes, 1000, "the unit the model counts in (0.125 = bits)");
 ABSL_FLAG(double, pmax, 0.01, "marking probability at Kmax");
@@ -20,6 +23,9 @@ ABSL_FLAG(bool, extend_ramp, true,
           "continue the marking ramp above Kmax (false: mark every packet there)");
 ABSL_FLAG(double, duration_ms, 200, "simulated time per run");
 ABSL_FLAG(bool, convergence, true, "also run the unfair-start convergence points");
+ABSL_FLAG(bool, phase_margin, false,
+          "print the phase margin against N (Fig. 3a at τ* = 0, 50, 85, 100 µs; Fig. 3c: R_AI = "
+          "10 Mb/s, Kmax = 1000 KB at 0 and 100 µs) and skip the time-domain runs");
 
 namespace weft::sim {
 namespace {
@@ -45,12 +51,61 @@ Measured RunOne(const DcqcnParams& params, std::vector<FlowStart> flows, double 
   return m;
 }
 
+// One column of Fig. 3: "margin (crossover)" for each N under `params`.
+std::vector<std::string> MarginColumn(const DcqcnParams& params, const std::vector<int>& flows) {
+  std::vector<std::string> cells;
+  for (int n : flows) {
+    absl::StatusOr<LoopMargin> margin = PhaseMargin(params, n);
+    cells.push_back(margin.ok() ? absl::StrFormat("%.2f (%.0f)", margin->phase_margin_deg,
+                                                  margin->crossover_rad_per_s)
+                                : std::string(margin.status().message()));
+  }
+  return cells;
+}
+
+int PrintPhaseMargins(const DcqcnParams& base) {
+  const std::vector<int> flows = {2, 4, 6, 8, 10, 12, 16, 20, 24, 30, 34, 40, 50, 64, 80, 100};
+  struct Column {
+    std::string title;
+    DcqcnParams params;
+  };
+  std::vector<Column> columns;
+  for (double delay_us : {0.0, 50.0, 85.0, 100.0}) {
+    columns.push_back({absl::StrFormat("τ* = %g µs", delay_us), base});
+    columns.back().params.feedback_delay_us = delay_us;
+  }
+  for (double delay_us : {0.0, 100.0}) {  // Fig. 3c's tuning
+    columns.push_back({absl::StrFormat("R_AI 10 Mb/s, Kmax 1000 KB, τ* = %g µs", delay_us), base});
+    columns.back().params.feedback_delay_us = delay_us;
+    columns.back().params.rate_ai_bps = 10e6;
+    columns.back().params.kmax_bytes = 1000e3;
+  }
+  std::printf(
+      "Phase margin in degrees (gain crossover in rad/s) of the linearized loop, packet_bytes "
+      "%g, above Kmax: %s\n\n| N |",
+      base.packet_bytes, base.above_kmax == AboveKmax::kExtendRamp ? "ramp continued" : "mark all");
+  std::vector<std::vector<std::string>> cells;
+  for (const Column& column : columns) {
+    std::printf(" %s |", column.title.c_str());
+    cells.push_back(MarginColumn(column.params, flows));
+  }
+  std::printf("\n|---|");
+  for (size_t c = 0; c < columns.size(); ++c) std::printf("---|");
+  for (size_t i = 0; i < flows.size(); ++i) {
+    std::printf("\n| %d |", flows[i]);
+    for (const std::vector<std::string>& column : cells) std::printf(" %s |", column[i].c_str());
+  }
+  std::printf("\n");
+  return 0;
+}
+
 int Main() {
   DcqcnParams base;
   base.packet_bytes = absl::GetFlag(FLAGS_packet_bytes);
   base.pmax = absl::GetFlag(FLAGS_pmax);
   base.kmax_bytes = absl::GetFlag(FLAGS_kmax_bytes);
   base.above_kmax = absl::GetFlag(FLAGS_extend_ramp) ? AboveKmax::kExtendRamp : AboveKmax::kMarkAll;
+  if (absl::GetFlag(FLAGS_phase_margin)) return PrintPhaseMargins(base);
   const double duration_us = absl::GetFlag(FLAGS_duration_ms) * 1e3;
   std::printf(
       "packet_bytes %g, pmax %g, kmax_bytes %g, above Kmax: %s, %g ms per run, "
