@@ -206,6 +206,43 @@ DcqcnFluidModel::DcqcnFluidModel(const DcqcnParams& params, std::vector<FlowStar
   }
 }
 
+void StepReactionPoint(const DcqcnParams& params, double p_delayed, double rate_delayed_pps,
+                       double step_s, ReactionPoint* flow) {
+  const double packet_bits = params.packet_bytes * 8;
+  const double capacity_pps = params.capacity_bps / packet_bits;
+  const double rate_ai_pps = params.rate_ai_bps / packet_bits;
+  const double byte_counter_packets = params.byte_counter_bytes / params.packet_bytes;
+  const double tau_s = params.tau_us * 1e-6;
+  const double tau_prime_s = params.tau_prime_us * 1e-6;
+  const double timer_s = params.timer_us * 1e-6;
+  const double p = p_delayed;
+  const double log_keep = (p > 0 && p < 1) ? std::log1p(-p) : 0;
+  const double f = params.fast_recovery_steps;
+  const double r_c = flow->rate_current_pps;
+  const double r_t = flow->rate_target_pps;
+  const double a = flow->alpha;
+  const double r_hat = rate_delayed_pps;
+
+  const double cut = AnyMarked(p, log_keep, tau_s * r_hat);  // a CNP in the last τ
+  const double alpha_marked = AnyMarked(p, log_keep, tau_prime_s * r_hat);
+  const double byte_events = CounterEventsPerPacket(p, log_keep, byte_counter_packets) * r_hat;
+  const double byte_after_recovery = NoneMarked(p, log_keep, f * byte_counter_packets);
+  const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep, timer_s);
+  const double timer_after_recovery = NoneMarked(p, log_keep, f * timer_s * r_hat);
+
+  const double d_alpha = params.g / tau_prime_s * (alpha_marked - a);
+  double d_target = -(r_t - r_c) / tau_s * cut + rate_ai_pps * byte_after_recovery * byte_events +
+                    rate_ai_pps * timer_after_recovery * timer_events;
+  double d_current = -r_c * a / (2 * tau_s) * cut + (r_t - r_c) / 2 * byte_events +
+                     (r_t - r_c) / 2 * timer_events;
+  if (r_t >= capacity_pps) d_target = std::min(d_target, 0.0);
+  if (r_c >= capacity_pps) d_current = std::min(d_current, 0.0);
+
+  flow->rate_target_pps = std::clamp(r_t + d_target * step_s, 0.0, capacity_pps);
+  flow->rate_current_pps = std::clamp(r_c + d_current * step_s, 0.0, capacity_pps);
+  flow->alpha = std::clamp(a + d_alpha * step_s, 0.0, 1.0);
+}
+
 bool DcqcnFluidModel::Active(int flow) const {
   return flows_[flow].start_us <= time_us() + step_us_ * 1e-9;
 }
@@ -217,11 +254,7 @@ void DcqcnFluidModel::Step() {
   const int read_slot = static_cast<int>((step_count_ + 1) % history_len_);
   const double p = p_history_[read_slot];
   const double* delayed_rate = &rate_history_pps_[static_cast<size_t>(read_slot) * n];
-  const double log_keep = (p > 0 && p < 1) ? std::log1p(-p) : 0;
 
-  const double f = params_.fast_recovery_steps;
-  const double byte_events_per_packet = CounterEventsPerPacket(p, log_keep, byte_counter_packets_);
-  const double byte_after_recovery = NoneMarked(p, log_keep, f * byte_counter_packets_);
   double total_rate = 0;
   for (int i = 0; i < n; ++i) {
     if (!Active(i)) continue;
@@ -230,30 +263,12 @@ void DcqcnFluidModel::Step() {
       rate_current_pps_[i] = rate_target_pps_[i] = flows_[i].initial_rate_bps / packet_bits;
       alpha_[i] = flows_[i].initial_alpha;
     }
-    const double r_c = rate_current_pps_[i];
-    const double r_t = rate_target_pps_[i];
-    const double a = alpha_[i];
-    const double r_hat = delayed_rate[i];
-
-    const double cut = AnyMarked(p, log_keep, tau_s_ * r_hat);  // a CNP in the last τ
-    const double alpha_marked = AnyMarked(p, log_keep, tau_prime_s_ * r_hat);
-    const double byte_events = byte_events_per_packet * r_hat;  // per second
-    const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep, timer_s_);
-    const double timer_after_recovery = NoneMarked(p, log_keep, f * timer_s_ * r_hat);
-
-    const double d_alpha = params_.g / tau_prime_s_ * (alpha_marked - a);
-    double d_target = -(r_t - r_c) / tau_s_ * cut +
-                      rate_ai_pps_ * byte_after_recovery * byte_events +
-                      rate_ai_pps_ * timer_after_recovery * timer_events;
-    double d_current = -r_c * a / (2 * tau_s_) * cut + (r_t - r_c) / 2 * byte_events +
-                       (r_t - r_c) / 2 * timer_events;
-    if (r_t >= capacity_pps_) d_target = std::min(d_target, 0.0);
-    if (r_c >= capacity_pps_) d_current = std::min(d_current, 0.0);
-
-    rate_target_pps_[i] = std::clamp(r_t + d_target * step_s_, 0.0, capacity_pps_);
-    rate_current_pps_[i] = std::clamp(r_c + d_current * step_s_, 0.0, capacity_pps_);
-    alpha_[i] = std::clamp(a + d_alpha * step_s_, 0.0, 1.0);
-    total_rate += r_c;
+    total_rate += rate_current_pps_[i];
+    ReactionPoint flow{rate_current_pps_[i], rate_target_pps_[i], alpha_[i]};
+    StepReactionPoint(params_, p, delayed_rate[i], step_s_, &flow);
+    rate_current_pps_[i] = flow.rate_current_pps;
+    rate_target_pps_[i] = flow.rate_target_pps;
+    alpha_[i] = flow.alpha;
   }
   double d_queue = total_rate - capacity_pps_;
   if (queue_packets_ <= 0) d_queue = std::max(d_queue, 0.0);

@@ -174,6 +174,20 @@ class DcqcnFluidModel {
   std::vector<double> rate_history_pps_;  // [slot * num_flows + flow]
 };
 
+// One flow's reaction point in the model's units (packets/s), for models that own their
+// queues and feed a flow its marking probability (sim/pfc_fluid.h).
+struct ReactionPoint {
+  double rate_current_pps = 0;  // R_C
+  double rate_target_pps = 0;   // R_T
+  double alpha = 1;
+};
+
+// One Euler step of step_s for one flow: fabric-facts §1's dα/dt, dR_T/dt and dR_C/dt
+// with the marking probability p_delayed and the flow's rate rate_delayed_pps seen τ*
+// ago, the authors' clamp at params.capacity_bps. DcqcnFluidModel::Step runs it per flow.
+void StepReactionPoint(const DcqcnParams& params, double p_delayed, double rate_delayed_pps,
+                       double step_s, ReactionPoint* flow);
+
 // Statistics over the samples with from_us ≤ time ≤ to_us.
 struct WindowStats {
   int samples = 0;
