@@ -281,8 +281,10 @@ TEST(PfcFluidChainTest, DcqcnIncastPausesOnlyUntilDcqcnCutsTheRates) {
   const PfcAverages start = RunChain(config, 0, 1000);
   double pause_at_start = 0;
   for (double share : start.sender_pause_share) pause_at_start += share / config.senders;
-  std::printf("DCQCN incast 10 → 1, first ms: mean sender pause share %.3f, max queue %.0f KB\n",
-              pause_at_start, start.max_egress_queue_bytes / 1e3);
+  std::printf(
+      "DCQCN incast 10 → 1, first ms: mean sender pause share %.3f, max queue %.0f KB, max "
+      "headroom %.1f KB\n",
+      pause_at_start, start.max_egress_queue_bytes / 1e3, start.max_headroom_bytes / 1e3);
   EXPECT_GT(pause_at_start, 0.01);  // line-rate start: the queue hits Xoff before the cuts
   EXPECT_EQ(start.dropped_bytes, 0);
 }
