@@ -32,6 +32,9 @@ absl::Status ValidateFlows(const PfcChainConfig& config) {
     if (!(flow.fixed_rate_bps >= 0) || !std::isfinite(flow.fixed_rate_bps)) {
       return OutOfRange(prefix + "fixed_rate_bps", flow.fixed_rate_bps, "[0, inf) (0: DCQCN)");
     }
+    if (!(flow.start_us >= 0 && flow.stop_us > flow.start_us)) {
+      return OutOfRange(prefix + "start_us", flow.start_us, "[0, stop_us)");
+    }
   }
   return absl::OkStatus();
 }
@@ -45,6 +48,11 @@ absl::Status ValidateConfig(const PfcChainConfig& config) {
       static_cast<int>(config.storm_share.size()) != config.receivers) {
     return OutOfRange("storm_share.size()", config.storm_share.size(),
                       absl::StrCat("0 or ", config.receivers, " (one per receiver)"));
+  }
+  if (!config.sender_is_switch_port.empty() &&
+      static_cast<int>(config.sender_is_switch_port.size()) != config.senders) {
+    return OutOfRange("sender_is_switch_port.size()", config.sender_is_switch_port.size(),
+                      absl::StrCat("0 or ", config.senders, " (one per sender)"));
   }
   for (size_t i = 0; i < config.storm_share.size(); ++i) {
     const double share = config.storm_share[i];
@@ -95,13 +103,15 @@ PfcFluidChain::PfcFluidChain(const PfcChainConfig& config)
   }
   ingress_.resize(config_.senders);
   queued_bytes_.assign(num_flows, 0);
+  upstream_queued_bytes_.assign(num_flows, 0);
   in_flight_bytes_.assign(link_delay_steps_, std::vector<double>(num_flows, 0));
   pause_seen_.assign(link_delay_steps_, std::vector<char>(config_.senders, 0));
   // DCQCN flows start at line rate with α = 1 (the authors' start), and the loop's
   // history before τ* is that constant start.
   const double line_rate_pps = config_.link_bps / (config_.dcqcn.packet_bytes * 8);
   reaction_points_.assign(num_flows, ReactionPoint{line_rate_pps, line_rate_pps, 1});
-  p_history_.assign(feedback_delay_steps_, std::vector<double>(config_.receivers, 0));
+  host_rate_pps_.assign(num_flows, 0);
+  p_history_.assign(feedback_delay_steps_, std::vector<double>(num_flows, 0));
   sent_rate_history_pps_.assign(feedback_delay_steps_,
                                 std::vector<double>(num_flows, line_rate_pps));
   ResetAverages();
@@ -127,27 +137,63 @@ void PfcFluidChain::Step() {
   ++averaged_steps_;
 }
 
+bool PfcFluidChain::IsSwitchPort(int sender) const {
+  return !config_.sender_is_switch_port.empty() && config_.sender_is_switch_port[sender];
+}
+
+double PfcFluidChain::AskedRateBps(int f) const {
+  const PfcFlow& flow = config_.flows[f];
+  const double now_us = time_us() + 1e-9;
+  if (now_us < flow.start_us || now_us >= flow.stop_us) return 0;
+  if (flow.fixed_rate_bps > 0) return flow.fixed_rate_bps;
+  return reaction_points_[f].rate_current_pps * config_.dcqcn.packet_bytes * 8;
+}
+
 void PfcFluidChain::SendFromNics(std::vector<double>* sent_bytes) {
   const int slot = static_cast<int>(step_count_ % link_delay_steps_);
   const double packet_bits = config_.dcqcn.packet_bytes * 8;
   for (int s = 0; s < config_.senders; ++s) {
     const bool paused = pause_seen_[slot][s];
     if (paused) ++sender_paused_steps_[s];
-    double asked_bps = 0;
-    for (int f : flows_of_sender_[s]) {
-      const PfcFlow& flow = config_.flows[f];
-      asked_bps += flow.fixed_rate_bps > 0 ? flow.fixed_rate_bps
-                                           : reaction_points_[f].rate_current_pps * packet_bits;
+    if (IsSwitchPort(s)) {
+      SendFromSwitchPort(s, paused, sent_bytes);
+      continue;
     }
+    double asked_bps = 0;
+    for (int f : flows_of_sender_[s]) asked_bps += AskedRateBps(f);
     const double scale = asked_bps > config_.link_bps ? config_.link_bps / asked_bps : 1;
     for (int f : flows_of_sender_[s]) {
-      const PfcFlow& flow = config_.flows[f];
-      const double rate_bps = flow.fixed_rate_bps > 0
-                                  ? flow.fixed_rate_bps
-                                  : reaction_points_[f].rate_current_pps * packet_bits;
-      (*sent_bytes)[f] = paused ? 0 : rate_bps * scale / 8 * step_s_;
+      (*sent_bytes)[f] = paused ? 0 : AskedRateBps(f) * scale / 8 * step_s_;
+      host_rate_pps_[f] = (*sent_bytes)[f] * 8 / step_s_ / packet_bits;
+      sender_sent_bytes_[s] += (*sent_bytes)[f];
     }
   }
+}
+
+double PfcFluidChain::SenderQueueBytes(int sender) const {
+  double bytes = 0;
+  for (int f : flows_of_sender_[sender]) bytes += upstream_queued_bytes_[f];
+  return bytes;
+}
+
+void PfcFluidChain::SendFromSwitchPort(int sender, bool paused, std::vector<double>* sent_bytes) {
+  const double packet_bits = config_.dcqcn.packet_bytes * 8;
+  for (int f : flows_of_sender_[sender]) {
+    const double rate_bps = std::min(AskedRateBps(f), config_.link_bps);  // its host's NIC
+    upstream_queued_bytes_[f] += rate_bps / 8 * step_s_;
+    host_rate_pps_[f] = rate_bps / packet_bits;
+    (*sent_bytes)[f] = 0;
+  }
+  const double queue_bytes = SenderQueueBytes(sender);
+  sender_queue_integral_[sender] += queue_bytes;
+  if (paused || queue_bytes <= kEpsilonBytes) return;
+  const double served_bytes = std::min(queue_bytes, config_.link_bps / 8 * step_s_);
+  for (int f : flows_of_sender_[sender]) {
+    const double leaving = upstream_queued_bytes_[f] * served_bytes / queue_bytes;
+    upstream_queued_bytes_[f] -= leaving;
+    (*sent_bytes)[f] = leaving;
+  }
+  sender_sent_bytes_[sender] += served_bytes;
 }
 
 double PfcFluidChain::SharedUse(const IngressPort& port) const {
@@ -241,18 +287,19 @@ void PfcFluidChain::DecidePauses() {
 
 void PfcFluidChain::StepDcqcn() {
   const int slot = static_cast<int>(step_count_ % feedback_delay_steps_);
-  const double packet_bits = config_.dcqcn.packet_bytes * 8;
-  const std::vector<double>& sent_now = in_flight_bytes_[step_count_ % link_delay_steps_];
   for (size_t f = 0; f < config_.flows.size(); ++f) {
-    if (config_.flows[f].fixed_rate_bps > 0) continue;
-    // R^ is what the flow sent τ* ago: a paused flow sends nothing, so neither its byte
-    // counter nor its marks advance (its timer does).
-    StepReactionPoint(config_.dcqcn, p_history_[slot][config_.flows[f].receiver],
-                      sent_rate_history_pps_[slot][f], step_s_, &reaction_points_[f]);
-    sent_rate_history_pps_[slot][f] = sent_now[f] * 8 / step_s_ / packet_bits;
-  }
-  for (int r = 0; r < config_.receivers; ++r) {
-    p_history_[slot][r] = MarkingProbability(config_.dcqcn, EgressQueueBytes(r));
+    const PfcFlow& flow = config_.flows[f];
+    if (flow.fixed_rate_bps > 0) continue;
+    // R^ is what the flow's host sent τ* ago: a paused NIC sends nothing, so neither its
+    // byte counter nor its marks advance (its timer does).
+    StepReactionPoint(config_.dcqcn, p_history_[slot][f], sent_rate_history_pps_[slot][f],
+                      step_s_, &reaction_points_[f]);
+    sent_rate_history_pps_[slot][f] = host_rate_pps_[f];
+    const double p_egress = MarkingProbability(config_.dcqcn, EgressQueueBytes(flow.receiver));
+    const double p_upstream =
+        IsSwitchPort(flow.sender) ? MarkingProbability(config_.dcqcn, SenderQueueBytes(flow.sender))
+                                  : 0;
+    p_history_[slot][f] = 1 - (1 - p_egress) * (1 - p_upstream);
   }
 }
 
@@ -264,6 +311,8 @@ void PfcFluidChain::ResetAverages() {
   receiver_paused_steps_.assign(config_.receivers, 0);
   queue_integral_.assign(config_.receivers, 0);
   mark_integral_.assign(config_.receivers, 0);
+  sender_queue_integral_.assign(config_.senders, 0);
+  sender_sent_bytes_.assign(config_.senders, 0);
   max_egress_queue_bytes_ = 0;
   max_headroom_bytes_ = 0;
   dropped_bytes_ = 0;
@@ -279,6 +328,10 @@ PfcAverages PfcFluidChain::Averages() const {
   for (int64_t n : receiver_paused_steps_) averages.receiver_pause_share.push_back(n / steps);
   for (double q : queue_integral_) averages.egress_queue_bytes.push_back(q / steps);
   for (double p : mark_integral_) averages.egress_mark_probability.push_back(p / steps);
+  for (double q : sender_queue_integral_) averages.sender_queue_bytes.push_back(q / steps);
+  for (double bytes : sender_sent_bytes_) {
+    averages.sender_sent_bps.push_back(bytes * 8 / duration_s);
+  }
   averages.max_egress_queue_bytes = max_egress_queue_bytes_;
   averages.max_headroom_bytes = max_headroom_bytes_;
   averages.dropped_bytes = dropped_bytes_;

@@ -3,8 +3,10 @@
 // runs it (fabric-facts §5, HPCC's switch-mmu.cc), integrated at sub-microsecond steps. It
 // is the reference the live model's flow-level PFC (sim/live_model.h) is checked against.
 //
-// The chain: sender NICs → (link delay) → the ToR's ingress ports → one egress queue per
-// receiver NIC → the receivers. Per flow: a sender, a receiver, and either a fixed rate
+// The chain: senders → (link delay) → the ToR's ingress ports → one egress queue per
+// receiver NIC → the receivers. A sender is a NIC, or another switch's egress port into the
+// ToR (an ECN-marking FIFO fed by its flows' hosts; the second hop of the sc20 PFC-victim
+// topology; that switch's own PFC toward its hosts is not modelled). Per flow: a sender, a receiver, and either a fixed rate
 // (where DCQCN is not the point) or DCQCN from line rate, marked by its egress queue's RED
 // ramp seen τ* ago. A NIC splits its line rate over its flows in proportion to their rates.
 //
@@ -39,6 +41,7 @@
 #define WEFT_SIM_PFC_FLUID_H_
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -63,6 +66,9 @@ struct PfcFlow {
   // > 0: the flow asks for this rate (its NIC shares out its line rate in proportion);
   // 0: DCQCN from line rate.
   double fixed_rate_bps = 0;
+  // The flow sends in [start_us, stop_us) (a DCQCN flow keeps its state while it does not).
+  double start_us = 0;
+  double stop_us = std::numeric_limits<double>::infinity();
 };
 
 struct PfcChainConfig {
@@ -74,6 +80,12 @@ struct PfcChainConfig {
   DcqcnParams dcqcn;
   std::vector<PfcFlow> flows;
   std::vector<double> storm_share;  // per receiver, [0, 1]; empty: no storm
+  // Per sender; empty: every sender is a NIC. true: the sender is another switch's egress
+  // port into this ToR (two switch hops): its flows arrive from their hosts at their own
+  // rates (each host at line rate, never paused) into a FIFO that marks ECN on the same
+  // ramp and drains at link_bps while the ToR does not pause it; a flow's marks are those
+  // of both queues (1 − (1 − p₁)(1 − p₂)).
+  std::vector<bool> sender_is_switch_port;
   double storm_period_us = 20;
   double step_us = 0.1;
 };
@@ -86,6 +98,8 @@ struct PfcAverages {
   std::vector<double> receiver_pause_share;   // per egress port: paused by its receiver
   std::vector<double> egress_queue_bytes;     // per egress port
   std::vector<double> egress_mark_probability;  // per egress port, p(q) over time
+  std::vector<double> sender_queue_bytes;       // per sender that is a switch port (else 0)
+  std::vector<double> sender_sent_bps;          // per sender: what it put on its link
   double max_egress_queue_bytes = 0;
   double max_headroom_bytes = 0;  // the most any ingress port held in headroom
   double dropped_bytes = 0;
@@ -124,6 +138,11 @@ class PfcFluidChain {
   double Xoff() const;
   bool StormPauses(int receiver) const;
   double EgressQueueBytes(int receiver) const;
+  double SenderQueueBytes(int sender) const;
+  double AskedRateBps(int flow) const;  // 0 outside [start_us, stop_us)
+  bool IsSwitchPort(int sender) const;
+  // A switch-port sender's FIFO takes its flows' host rates and, unless paused, drains.
+  void SendFromSwitchPort(int sender, bool paused, std::vector<double>* sent_bytes);
 
   PfcChainConfig config_;
   double step_s_;
@@ -140,7 +159,9 @@ class PfcFluidChain {
   std::vector<std::vector<double>> in_flight_bytes_;  // [slot][flow]: sent link delay ago
   std::vector<std::vector<char>> pause_seen_;         // [slot][sender]: decided link delay ago
   std::vector<ReactionPoint> reaction_points_;        // per flow (DCQCN flows)
-  std::vector<std::vector<double>> p_history_;        // [slot][receiver]
+  std::vector<double> upstream_queued_bytes_;         // per flow, in its sender's FIFO
+  std::vector<double> host_rate_pps_;                 // per flow: what its host sends now
+  std::vector<std::vector<double>> p_history_;        // [slot][flow]: marks along its path
   std::vector<std::vector<double>> sent_rate_history_pps_;  // [slot][flow]
 
   // Integrals since ResetAverages.
@@ -150,6 +171,8 @@ class PfcFluidChain {
   std::vector<int64_t> receiver_paused_steps_;
   std::vector<double> queue_integral_;
   std::vector<double> mark_integral_;
+  std::vector<double> sender_queue_integral_;
+  std::vector<double> sender_sent_bytes_;
   double max_egress_queue_bytes_ = 0;
   double max_headroom_bytes_ = 0;
   double dropped_bytes_ = 0;

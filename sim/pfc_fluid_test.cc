@@ -273,6 +273,57 @@ TEST(PfcCrossCheckTest, UncontrolledIncastVictimIsNotCutByTheLiveModel) {
   EXPECT_EQ(transient.dropped_bytes, 0);
 }
 
+// sc20anonymous/DCQCN-validation (fabric-facts §2): long flows F1 (H1 → R1) and F2 (H2 → R2)
+// cross a switch-to-switch link P2 → P1; H3..H17 send 4 KB messages to R2 for 1 ms. Each
+// message is a new QP starting at line rate, so as a fluid the 15 senders send at line
+// rate for that ms. The paper's DCQCN set: Kmin 5 KB, Kmax 100 KB, Pmax 1 %, T = 50 µs,
+// B = 10 MB, g = 1/256. Published: the link P2 → P1 is under-used for ~16 ms after.
+TEST(PfcFluidChainTest, Sc20VictimLinkIsUnderUsedLongAfterTheBurst) {
+  constexpr double kBurstStartUs = 60000, kBurstUs = 1000, kWindowUs = 100;
+  PfcChainConfig config;
+  config.link_bps = kLinkBps;
+  config.senders = 16;  // 0: P2, the upstream switch's port; 1..15: H3..H17
+  config.receivers = 2;  // R1, R2
+  config.sender_is_switch_port.assign(config.senders, false);
+  config.sender_is_switch_port[0] = true;
+  config.dcqcn.kmax_bytes = 100e3;
+  config.dcqcn.timer_us = 50;
+  config.flows = {{.sender = 0, .receiver = 0}, {.sender = 0, .receiver = 1}};
+  for (int s = 1; s < config.senders; ++s) {
+    config.flows.push_back({.sender = s, .receiver = 1, .fixed_rate_bps = kLinkBps,
+                            .start_us = kBurstStartUs, .stop_us = kBurstStartUs + kBurstUs});
+  }
+  absl::StatusOr<PfcFluidChain> chain = PfcFluidChain::Create(config);
+  ASSERT_TRUE(chain.ok()) << chain.status();
+  chain->RunFor(kBurstStartUs - 5000);
+  chain->ResetAverages();
+  chain->RunFor(5000);
+  const PfcAverages before = chain->Averages();
+  double f1_min_bps = kLinkBps, under_used_until_us = 0, max_upstream_queue = 0;
+  while (chain->time_us() < kBurstStartUs + 60000) {
+    chain->ResetAverages();
+    chain->RunFor(kWindowUs);
+    const PfcAverages window = chain->Averages();
+    f1_min_bps = std::min(f1_min_bps, window.flow_rate_bps[0]);
+    max_upstream_queue = std::max(max_upstream_queue, window.sender_queue_bytes[0]);
+    if (window.sender_sent_bps[0] < 0.95 * before.sender_sent_bps[0]) {
+      under_used_until_us = chain->time_us();
+    }
+  }
+  const double under_used_ms = (under_used_until_us - kBurstStartUs - kBurstUs) / 1e3;
+  std::printf(
+      "sc20: P2 → P1 before the burst %.2f Gb/s (F1 %.2f, F2 %.2f); F1 at least %.2f Gb/s; P2 "
+      "queue up to %.0f KB; P2 under 95 %% of its rate until %.1f ms after the burst\n",
+      before.sender_sent_bps[0] / 1e9, before.flow_rate_bps[0] / 1e9,
+      before.flow_rate_bps[1] / 1e9, f1_min_bps / 1e9, max_upstream_queue / 1e3, under_used_ms);
+  EXPECT_GT(before.sender_sent_bps[0], 0.95 * kLinkBps);
+  EXPECT_LT(f1_min_bps, 0.5 * before.flow_rate_bps[0]);  // F1, whose receiver is healthy, is cut
+  // Qualitative: the under-use outlasts the 1 ms burst by an order of magnitude, within a
+  // factor of 2 of the published 16 ms (22.5 ms here; docs/benchmarks.md says what differs).
+  EXPECT_GT(under_used_ms, 8);
+  EXPECT_LT(under_used_ms, 32);
+}
+
 TEST(PfcFluidChainTest, DcqcnIncastPausesOnlyUntilDcqcnCutsTheRates) {
   PfcChainConfig config;
   config.link_bps = kLinkBps;
