@@ -206,41 +206,51 @@ DcqcnFluidModel::DcqcnFluidModel(const DcqcnParams& params, std::vector<FlowStar
   }
 }
 
-void StepReactionPoint(const DcqcnParams& params, double p_delayed, double rate_delayed_pps,
-                       double step_s, ReactionPoint* flow) {
+ReactionPointStepper::ReactionPointStepper(const DcqcnParams& params, double step_s)
+    : params_(params), step_s_(step_s) {
   const double packet_bits = params.packet_bytes * 8;
-  const double capacity_pps = params.capacity_bps / packet_bits;
-  const double rate_ai_pps = params.rate_ai_bps / packet_bits;
-  const double byte_counter_packets = params.byte_counter_bytes / params.packet_bytes;
-  const double tau_s = params.tau_us * 1e-6;
-  const double tau_prime_s = params.tau_prime_us * 1e-6;
-  const double timer_s = params.timer_us * 1e-6;
-  const double p = p_delayed;
-  const double log_keep = (p > 0 && p < 1) ? std::log1p(-p) : 0;
-  const double f = params.fast_recovery_steps;
+  capacity_pps_ = params.capacity_bps / packet_bits;
+  rate_ai_pps_ = params.rate_ai_bps / packet_bits;
+  byte_counter_packets_ = params.byte_counter_bytes / params.packet_bytes;
+  tau_s_ = params.tau_us * 1e-6;
+  tau_prime_s_ = params.tau_prime_us * 1e-6;
+  timer_s_ = params.timer_us * 1e-6;
+}
+
+void ReactionPointStepper::SetMarking(double p) {
+  p_ = p;
+  log_keep_ = (p > 0 && p < 1) ? std::log1p(-p) : 0;
+  byte_events_per_packet_ = CounterEventsPerPacket(p, log_keep_, byte_counter_packets_);
+  byte_after_recovery_ =
+      NoneMarked(p, log_keep_, params_.fast_recovery_steps * byte_counter_packets_);
+}
+
+void ReactionPointStepper::Step(double p, double rate_delayed_pps, ReactionPoint* flow) {
+  if (p != p_) SetMarking(p);
   const double r_c = flow->rate_current_pps;
   const double r_t = flow->rate_target_pps;
   const double a = flow->alpha;
   const double r_hat = rate_delayed_pps;
 
-  const double cut = AnyMarked(p, log_keep, tau_s * r_hat);  // a CNP in the last τ
-  const double alpha_marked = AnyMarked(p, log_keep, tau_prime_s * r_hat);
-  const double byte_events = CounterEventsPerPacket(p, log_keep, byte_counter_packets) * r_hat;
-  const double byte_after_recovery = NoneMarked(p, log_keep, f * byte_counter_packets);
-  const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep, timer_s);
-  const double timer_after_recovery = NoneMarked(p, log_keep, f * timer_s * r_hat);
+  const double cut = AnyMarked(p, log_keep_, tau_s_ * r_hat);  // a CNP in the last τ
+  const double alpha_marked = AnyMarked(p, log_keep_, tau_prime_s_ * r_hat);
+  const double byte_events = byte_events_per_packet_ * r_hat;  // per second
+  const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep_, timer_s_);
+  const double timer_after_recovery =
+      NoneMarked(p, log_keep_, params_.fast_recovery_steps * timer_s_ * r_hat);
 
-  const double d_alpha = params.g / tau_prime_s * (alpha_marked - a);
-  double d_target = -(r_t - r_c) / tau_s * cut + rate_ai_pps * byte_after_recovery * byte_events +
-                    rate_ai_pps * timer_after_recovery * timer_events;
-  double d_current = -r_c * a / (2 * tau_s) * cut + (r_t - r_c) / 2 * byte_events +
+  const double d_alpha = params_.g / tau_prime_s_ * (alpha_marked - a);
+  double d_target = -(r_t - r_c) / tau_s_ * cut +
+                    rate_ai_pps_ * byte_after_recovery_ * byte_events +
+                    rate_ai_pps_ * timer_after_recovery * timer_events;
+  double d_current = -r_c * a / (2 * tau_s_) * cut + (r_t - r_c) / 2 * byte_events +
                      (r_t - r_c) / 2 * timer_events;
-  if (r_t >= capacity_pps) d_target = std::min(d_target, 0.0);
-  if (r_c >= capacity_pps) d_current = std::min(d_current, 0.0);
+  if (r_t >= capacity_pps_) d_target = std::min(d_target, 0.0);
+  if (r_c >= capacity_pps_) d_current = std::min(d_current, 0.0);
 
-  flow->rate_target_pps = std::clamp(r_t + d_target * step_s, 0.0, capacity_pps);
-  flow->rate_current_pps = std::clamp(r_c + d_current * step_s, 0.0, capacity_pps);
-  flow->alpha = std::clamp(a + d_alpha * step_s, 0.0, 1.0);
+  flow->rate_target_pps = std::clamp(r_t + d_target * step_s_, 0.0, capacity_pps_);
+  flow->rate_current_pps = std::clamp(r_c + d_current * step_s_, 0.0, capacity_pps_);
+  flow->alpha = std::clamp(a + d_alpha * step_s_, 0.0, 1.0);
 }
 
 bool DcqcnFluidModel::Active(int flow) const {
@@ -255,6 +265,7 @@ void DcqcnFluidModel::Step() {
   const double p = p_history_[read_slot];
   const double* delayed_rate = &rate_history_pps_[static_cast<size_t>(read_slot) * n];
 
+  ReactionPointStepper stepper(params_, step_s_);
   double total_rate = 0;
   for (int i = 0; i < n; ++i) {
     if (!Active(i)) continue;
@@ -265,7 +276,7 @@ void DcqcnFluidModel::Step() {
     }
     total_rate += rate_current_pps_[i];
     ReactionPoint flow{rate_current_pps_[i], rate_target_pps_[i], alpha_[i]};
-    StepReactionPoint(params_, p, delayed_rate[i], step_s_, &flow);
+    stepper.Step(p, delayed_rate[i], &flow);
     rate_current_pps_[i] = flow.rate_current_pps;
     rate_target_pps_[i] = flow.rate_target_pps;
     alpha_[i] = flow.alpha;

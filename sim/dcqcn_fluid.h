@@ -182,11 +182,33 @@ struct ReactionPoint {
   double alpha = 1;
 };
 
-// One Euler step of step_s for one flow: fabric-facts §1's dα/dt, dR_T/dt and dR_C/dt
-// with the marking probability p_delayed and the flow's rate rate_delayed_pps seen τ*
-// ago, the authors' clamp at params.capacity_bps. DcqcnFluidModel::Step runs it per flow.
-void StepReactionPoint(const DcqcnParams& params, double p_delayed, double rate_delayed_pps,
-                       double step_s, ReactionPoint* flow);
+// One flow's Euler step of step_s: fabric-facts §1's dα/dt, dR_T/dt and dR_C/dt with the
+// marking probability p_delayed and the flow's rate rate_delayed_pps seen τ* ago, the
+// authors' clamp at params.capacity_bps. DcqcnFluidModel::Step runs it per flow. The terms
+// that depend only on p are kept between calls with the same p (every flow of one
+// bottleneck in one step), so a stepper serves one model on one thread.
+class ReactionPointStepper {
+ public:
+  ReactionPointStepper(const DcqcnParams& params, double step_s);
+  void Step(double p_delayed, double rate_delayed_pps, ReactionPoint* flow);
+
+ private:
+  void SetMarking(double p);
+
+  DcqcnParams params_;
+  double step_s_;
+  double capacity_pps_;
+  double rate_ai_pps_;
+  double byte_counter_packets_;
+  double tau_s_;
+  double tau_prime_s_;
+  double timer_s_;
+  // Of the last p: log(1 − p), byte-counter events per packet, none marked in F·B.
+  double p_ = -1;
+  double log_keep_ = 0;
+  double byte_events_per_packet_ = 0;
+  double byte_after_recovery_ = 0;
+};
 
 // Statistics over the samples with from_us ≤ time ≤ to_us.
 struct WindowStats {

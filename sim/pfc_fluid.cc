@@ -17,6 +17,11 @@ absl::Status OutOfRange(const std::string& field, double value, const std::strin
       absl::StrCat(field, " = ", value, " is out of range: accepted ", range));
 }
 
+DcqcnParams WithCapacity(DcqcnParams params, double capacity_bps) {
+  params.capacity_bps = capacity_bps;
+  return params;
+}
+
 absl::Status ValidateFlows(const PfcChainConfig& config) {
   for (size_t i = 0; i < config.flows.size(); ++i) {
     const PfcFlow& flow = config.flows[i];
@@ -68,9 +73,7 @@ absl::Status ValidateConfig(const PfcChainConfig& config) {
     return OutOfRange("step_us", config.step_us,
                       "(0, min(pfc.link_delay_us, dcqcn.feedback_delay_us)]");
   }
-  DcqcnParams dcqcn = config.dcqcn;
-  dcqcn.capacity_bps = config.link_bps;
-  return ValidateParams(dcqcn);
+  return ValidateParams(WithCapacity(config.dcqcn, config.link_bps));
 }
 
 int DelaySteps(double delay_us, double step_us) {
@@ -85,7 +88,9 @@ absl::StatusOr<PfcFluidChain> PfcFluidChain::Create(const PfcChainConfig& config
 }
 
 PfcFluidChain::PfcFluidChain(const PfcChainConfig& config)
-    : config_(config), step_s_(config.step_us * 1e-6) {
+    : config_(config),
+      step_s_(config.step_us * 1e-6),
+      stepper_(WithCapacity(config.dcqcn, config.link_bps), step_s_) {
   config_.dcqcn.capacity_bps = config_.link_bps;
   if (config_.storm_share.empty()) config_.storm_share.assign(config_.receivers, 0);
   const double link_bytes_per_s = config_.link_bps / 8;
@@ -292,8 +297,7 @@ void PfcFluidChain::StepDcqcn() {
     if (flow.fixed_rate_bps > 0) continue;
     // R^ is what the flow's host sent τ* ago: a paused NIC sends nothing, so neither its
     // byte counter nor its marks advance (its timer does).
-    StepReactionPoint(config_.dcqcn, p_history_[slot][f], sent_rate_history_pps_[slot][f],
-                      step_s_, &reaction_points_[f]);
+    stepper_.Step(p_history_[slot][f], sent_rate_history_pps_[slot][f], &reaction_points_[f]);
     sent_rate_history_pps_[slot][f] = host_rate_pps_[f];
     const double p_egress = MarkingProbability(config_.dcqcn, EgressQueueBytes(flow.receiver));
     const double p_upstream =

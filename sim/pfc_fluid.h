@@ -1,5 +1,5 @@
 // A transient fluid model of one ToR with PFC (issue 20): the CoNEXT'16 DCQCN fluid model
-// (sim/dcqcn_fluid.h, StepReactionPoint per flow) extended with priority-3 PFC as a switch
+// (sim/dcqcn_fluid.h, ReactionPointStepper per flow) extended with priority-3 PFC as a switch
 // runs it (fabric-facts §5, HPCC's switch-mmu.cc), integrated at sub-microsecond steps. It
 // is the reference the live model's flow-level PFC (sim/live_model.h) is checked against.
 //
@@ -159,6 +159,7 @@ class PfcFluidChain {
   std::vector<std::vector<double>> in_flight_bytes_;  // [slot][flow]: sent link delay ago
   std::vector<std::vector<char>> pause_seen_;         // [slot][sender]: decided link delay ago
   std::vector<ReactionPoint> reaction_points_;        // per flow (DCQCN flows)
+  ReactionPointStepper stepper_;
   std::vector<double> upstream_queued_bytes_;         // per flow, in its sender's FIFO
   std::vector<double> host_rate_pps_;                 // per flow: what its host sends now
   std::vector<std::vector<double>> p_history_;        // [slot][flow]: marks along its path
