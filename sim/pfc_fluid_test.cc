@@ -149,6 +149,34 @@ TEST(PfcFluidChainTest, RefusesOutOfRangeConfigNamingTheField) {
   config = StormChain(0.5);
   config.step_us = 2;
   EXPECT_THAT(PfcFluidChain::Create(config).status().message(), HasSubstr("step_us = 2"));
+  config = StormChain(0.5);
+  config.flows[0].stop_us = 0;
+  EXPECT_THAT(PfcFluidChain::Create(config).status().message(),
+              HasSubstr("flows[0].start_us = 0 is out of range: accepted [0, stop_us)"));
+  config = StormChain(0.5);
+  config.sender_is_switch_port = {true, false};
+  EXPECT_THAT(PfcFluidChain::Create(config).status().message(),
+              HasSubstr("sender_is_switch_port.size() = 2 is out of range: accepted 0 or 1"));
+}
+
+TEST(PfcFluidChainTest, AnUpstreamSwitchPortIsADcqcnBottleneckLikeTheFluidModels) {
+  // Two DCQCN flows from line rate share a switch port into the ToR, then go to different
+  // receivers: the port is their one bottleneck and marks as the CoNEXT'16 queue does.
+  PfcChainConfig config;
+  config.link_bps = kLinkBps;
+  config.receivers = 2;
+  config.sender_is_switch_port = {true};
+  config.flows = {{.sender = 0, .receiver = 0}, {.sender = 0, .receiver = 1}};
+  const PfcAverages averages = RunChain(config, 60000, 20000);
+  const FixedPoint fixed_point = ClosedFormFixedPoint(DcqcnParams(), 2).value();
+  EXPECT_NEAR(averages.sender_queue_bytes[0], fixed_point.queue_bytes,
+              0.05 * fixed_point.queue_bytes);
+  EXPECT_NEAR(averages.flow_rate_bps[0], kLinkBps / 2, 0.02 * kLinkBps / 2);
+  EXPECT_NEAR(averages.flow_rate_bps[1], kLinkBps / 2, 0.02 * kLinkBps / 2);
+  EXPECT_NEAR(averages.sender_sent_bps[0], kLinkBps, 0.01 * kLinkBps);
+  EXPECT_EQ(averages.sender_pause_share[0], 0);
+  // The ToR's ports only hold a step's arrival before serving it.
+  EXPECT_LE(averages.egress_queue_bytes[0], kLinkBps / 2 / 8 * 0.1e-6 * (1 + 1e-9));
 }
 
 // (a) A NIC storming pauses at share s under one line-rate flow.
