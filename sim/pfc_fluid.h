@@ -5,10 +5,11 @@
 //
 // The chain: senders → (link delay) → the ToR's ingress ports → one egress queue per
 // receiver NIC → the receivers. A sender is a NIC, or another switch's egress port into the
-// ToR (an ECN-marking FIFO fed by its flows' hosts; the second hop of the sc20 PFC-victim
-// topology; that switch's own PFC toward its hosts is not modelled). Per flow: a sender, a receiver, and either a fixed rate
-// (where DCQCN is not the point) or DCQCN from line rate, marked by its egress queue's RED
-// ramp seen τ* ago. A NIC splits its line rate over its flows in proportion to their rates.
+// ToR (an ECN-marking FIFO fed by its flows' hosts: the second hop of the sc20 PFC-victim
+// topology; that switch's own PFC toward its hosts is not modelled). Per flow: a sender, a
+// receiver, and either a fixed rate (where DCQCN is not the point) or DCQCN from line rate,
+// marked by the RED ramps of the queues it crosses, seen τ* ago. A NIC splits its line rate
+// over its flows in proportion to their rates.
 //
 // PFC, per (ingress port, priority 3), fluid versions of HPCC's rules:
 //  - accounting: the bytes of an ingress port's flows in the egress queues fill a reserve
@@ -23,8 +24,9 @@
 //    a flow stuck behind a paused receiver holds its ingress port's counter up and with
 //    it every flow from that sender (head-of-line blocking of victims).
 //  - a storming receiver pauses its egress queue share·period of every period (on/off).
-// Bytes are fluid (no packet granularity): a pause quantum's 512 bit times and the 1 KB
-// packet quantisation are below the step and do not move the time averages.
+// Bytes are fluid: no packets (a 1 KB packet lasts 0.2 µs at 40 Gb/s, two steps) and a
+// pause is a level, not frames of 512-bit-time quanta. A packet-level run would show what
+// that changes; none has been made (docs/benchmarks.md).
 //
 // Pure logic, no clock or I/O. Not thread-safe: one thread steps a model.
 //
@@ -96,7 +98,9 @@ struct PfcAverages {
   std::vector<double> flow_rate_bps;          // delivered to the receiver
   std::vector<double> sender_pause_share;     // per sender NIC: paused by the ToR (rx)
   std::vector<double> receiver_pause_share;   // per egress port: paused by its receiver
-  std::vector<double> egress_queue_bytes;     // per egress port
+  // Per egress port, read as each step's arrival lands, before the port serves it (a
+  // lone flow at line rate shows one step's bytes).
+  std::vector<double> egress_queue_bytes;
   std::vector<double> egress_mark_probability;  // per egress port, p(q) over time
   std::vector<double> sender_queue_bytes;       // per sender that is a switch port (else 0)
   std::vector<double> sender_sent_bps;          // per sender: what it put on its link
@@ -108,8 +112,9 @@ struct PfcAverages {
 class PfcFluidChain {
  public:
   // Refuses (InvalidArgument, naming the field and the accepted range) a flow whose sender
-  // or receiver is out of range, a negative rate, a storm share outside [0, 1], a step
-  // that is not in (0, link delay], or DCQCN parameters ValidateParams refuses.
+  // or receiver is out of range, a negative rate, a start not before its stop, a storm
+  // share outside [0, 1] or a storm_share / sender_is_switch_port of the wrong size, a step
+  // not in (0, min(link delay, τ*)], or DCQCN parameters ValidateParams refuses.
   static absl::StatusOr<PfcFluidChain> Create(const PfcChainConfig& config);
 
   // Integrates duration_us (rounded down to whole steps).
