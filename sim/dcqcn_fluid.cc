@@ -253,6 +253,32 @@ DcqcnFluidModel::DcqcnFluidModel(const DcqcnParams& params, std::vector<FlowStar
   }
 }
 
+ReactionPointStepper::ReactionPointStepper(const DcqcnParams& params, double step_s)
+    : ReactionPointStepper(ToModelUnits(params), step_s) {}
+
+ReactionPointStepper::ReactionPointStepper(const ModelUnits& units, double step_s)
+    : units_(units), step_s_(step_s) {}
+
+void ReactionPointStepper::Step(double p, double rate_delayed_pps, ReactionPoint* flow) {
+  if (!has_marking_ || p != marking_.p) {
+    marking_ = MarkingTermsAt(units_, p);
+    has_marking_ = true;
+  }
+  const DcqcnFlowState state{flow->alpha, flow->rate_target_pps, flow->rate_current_pps};
+  DcqcnFlowState d = FlowDerivatives(units_, marking_, state, rate_delayed_pps);
+  // The authors' clamp: no increase at line rate.
+  const double capacity_pps = units_.capacity_pps;
+  if (state.rate_target_pps >= capacity_pps) d.rate_target_pps = std::min(d.rate_target_pps, 0.0);
+  if (state.rate_current_pps >= capacity_pps) {
+    d.rate_current_pps = std::min(d.rate_current_pps, 0.0);
+  }
+  flow->rate_target_pps =
+      std::clamp(state.rate_target_pps + d.rate_target_pps * step_s_, 0.0, capacity_pps);
+  flow->rate_current_pps =
+      std::clamp(state.rate_current_pps + d.rate_current_pps * step_s_, 0.0, capacity_pps);
+  flow->alpha = std::clamp(state.alpha + d.alpha * step_s_, 0.0, 1.0);
+}
+
 bool DcqcnFluidModel::Active(int flow) const {
   return flows_[flow].start_us <= time_us() + step_us_ * 1e-9;
 }
@@ -264,8 +290,8 @@ void DcqcnFluidModel::Step() {
   const int read_slot = static_cast<int>((step_count_ + 1) % history_len_);
   const double p = p_history_[read_slot];
   const double* delayed_rate = &rate_history_pps_[static_cast<size_t>(read_slot) * n];
-  const MarkingTerms marking = MarkingTermsAt(units_, p);
   const double capacity_pps = units_.capacity_pps;
+  ReactionPointStepper stepper(units_, step_s_);
   double total_rate = 0;
   for (int i = 0; i < n; ++i) {
     if (!Active(i)) continue;
@@ -274,18 +300,12 @@ void DcqcnFluidModel::Step() {
       rate_current_pps_[i] = rate_target_pps_[i] = flows_[i].initial_rate_bps / packet_bits;
       alpha_[i] = flows_[i].initial_alpha;
     }
-    const DcqcnFlowState state{alpha_[i], rate_target_pps_[i], rate_current_pps_[i]};
-    DcqcnFlowState d = FlowDerivatives(units_, marking, state, delayed_rate[i]);
-    if (state.rate_target_pps >= capacity_pps) d.rate_target_pps = std::min(d.rate_target_pps, 0.0);
-    if (state.rate_current_pps >= capacity_pps) {
-      d.rate_current_pps = std::min(d.rate_current_pps, 0.0);
-    }
-    rate_target_pps_[i] =
-        std::clamp(state.rate_target_pps + d.rate_target_pps * step_s_, 0.0, capacity_pps);
-    rate_current_pps_[i] =
-        std::clamp(state.rate_current_pps + d.rate_current_pps * step_s_, 0.0, capacity_pps);
-    alpha_[i] = std::clamp(state.alpha + d.alpha * step_s_, 0.0, 1.0);
-    total_rate += state.rate_current_pps;
+    total_rate += rate_current_pps_[i];
+    ReactionPoint flow{rate_current_pps_[i], rate_target_pps_[i], alpha_[i]};
+    stepper.Step(p, delayed_rate[i], &flow);
+    rate_current_pps_[i] = flow.rate_current_pps;
+    rate_target_pps_[i] = flow.rate_target_pps;
+    alpha_[i] = flow.alpha;
   }
   double d_queue = total_rate - capacity_pps;
   if (queue_packets_ <= 0) d_queue = std::max(d_queue, 0.0);

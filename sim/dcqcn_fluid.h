@@ -210,6 +210,33 @@ class DcqcnFluidModel {
   std::vector<double> rate_history_pps_;  // [slot * num_flows + flow]
 };
 
+// One flow's reaction point in the model's units (packets/s), for models that own their
+// queues and feed a flow its marking probability (sim/pfc_fluid.h).
+struct ReactionPoint {
+  double rate_current_pps = 0;  // R_C
+  double rate_target_pps = 0;   // R_T
+  double alpha = 1;
+};
+
+// One flow's Euler step of step_s: fabric-facts §1's dα/dt, dR_T/dt and dR_C/dt with the
+// marking probability p_delayed and the flow's rate rate_delayed_pps seen τ* ago, the
+// authors' clamp at params.capacity_bps. DcqcnFluidModel::Step runs it per flow. The terms
+// that depend only on p are kept between calls with the same p (every flow of one
+// bottleneck in one step), so a stepper serves one model on one thread.
+class ReactionPointStepper {
+ public:
+  ReactionPointStepper(const DcqcnParams& params, double step_s);
+  ReactionPointStepper(const ModelUnits& units, double step_s);
+  void Step(double p_delayed, double rate_delayed_pps, ReactionPoint* flow);
+
+ private:
+  ModelUnits units_;
+  double step_s_;
+  // Of the last p (FlowDerivatives' terms that depend on p alone).
+  MarkingTerms marking_;
+  bool has_marking_ = false;
+};
+
 // Statistics over the samples with from_us ≤ time ≤ to_us.
 struct WindowStats {
   int samples = 0;

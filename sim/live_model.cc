@@ -199,13 +199,32 @@ void LiveModel::ApplyPfc() {
   pause_share_.assign(num_links, 0);
   for (int k = 0; k < num_links; ++k) {
     pause_share_[k] = storm_share_[k];
-    if (sigma[k] < 1 && capacity_bps_[k] > 0) {
-      double throughput_bps = 0;
-      for (int f : flows_on_link_[k]) throughput_bps += flow_states_[f].rate_bps;
-      pause_share_[k] =
-          std::max(pause_share_[k], std::clamp(1 - throughput_bps / capacity_bps_[k], 0.0, 1.0));
+    if (sigma[k] < 1) MarkBacklogged(k);
+  }
+  PauseBehindUncontrolledFlows();
+}
+
+void LiveModel::PauseBehindUncontrolledFlows() {
+  const std::vector<Nic>& nics = fabric_.nics();
+  for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+    const FlowState& flow = flow_states_[f];
+    const FlowSpec& spec = specs_[f];
+    if (spec.congestion_controlled || flow.path.empty() || flow.bottleneck_link < 0) continue;
+    const double wants_bps = std::min(spec.demand_bps, nics[spec.src_nic].bps);
+    if (wants_bps <= flow.rate_bps * kSwitchPortTieBreak) continue;
+    for (int k : flow.path) {
+      if (k == flow.bottleneck_link) break;
+      MarkBacklogged(k);
     }
   }
+}
+
+void LiveModel::MarkBacklogged(int link) {
+  if (capacity_bps_[link] <= 0) return;
+  double throughput_bps = 0;
+  for (int f : flows_on_link_[link]) throughput_bps += flow_states_[f].rate_bps;
+  pause_share_[link] = std::max(pause_share_[link],
+                                std::clamp(1 - throughput_bps / capacity_bps_[link], 0.0, 1.0));
 }
 
 void LiveModel::FillRates() {

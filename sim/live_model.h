@@ -33,8 +33,9 @@
 // node (its NICs send and receive nothing: flows from or to it have rate 0).
 //
 // PFC, flow level, priority 3 only (the RoCE class; CNPs on priority 6 are not modelled).
-// Derived from the switch rules in docs fabric-facts §5; no published fluid model has PFC
-// and this one is not yet checked against a packet-level run. Assumptions:
+// Derived from the switch rules in docs fabric-facts §5; no published fluid model has PFC.
+// Checked against the transient model of sim/pfc_fluid.h (the same rules at 0.1 µs steps;
+// docs/benchmarks.md), not yet against a packet-level run. Assumptions:
 //  - A port paused for share s of the time serves at most (1 − s)·C.
 //  - Rates are first solved without pauses (max-min, as above), the "offered" rates; PFC
 //    then throttles them. A port whose offered arrival A exceeds (1 − s)·C is backlogged:
@@ -58,6 +59,13 @@
 //  - Pause share of a port: a storming NIC's share on its ToR's port toward it; at a port
 //    backlogged by the pauses, 1 − (its throughput)/C (a backlogged port sends at line
 //    rate whenever it is not paused).
+//  - A flow DCQCN does not hold back (congestion_controlled = false) and that gets less than
+//    it would send, bottlenecked at a switch port, backlogs every port before that one on
+//    its path the same way (PFC, not DCQCN, holds it to its max-min rate): they report
+//    1 − throughput/C (an incast N → 1 at line rate: 1 − 1/N at each sender). Other flows
+//    through those ports are not cut for it (a victim of such a pause keeps its max-min
+//    rate), and the port's queue is reported at Kmax where PFC holds it near the dynamic
+//    Xoff's level (sim/pfc_fluid.h; docs/benchmarks.md has both discrepancies).
 //  - Bandwidth the throttled flows leave is not handed to the others again (DCQCN would,
 //    over tens of ms), and with two storms a flow takes the smaller σ, so the throttling
 //    is conservative then. DCQCN's fixed points are taken on the throttled rates.
@@ -221,6 +229,13 @@ class LiveModel {
   void Solve();
   void FillRates();
   void ApplyPfc();
+  // A flow DCQCN does not hold back keeps sending min(demand, line rate) past the port
+  // where it is bottlenecked; the excess fills the ToR's ingress accounting to Xoff and PFC
+  // pauses every port before that one on its path, each backlogged: paused 1 − throughput/C.
+  void PauseBehindUncontrolledFlows();
+  // A backlogged port sends at line rate whenever it is not paused: its pause share is at
+  // least 1 − throughput/C.
+  void MarkBacklogged(int link);
   void SettlePorts();
   void SettleCongestedPort(int link, absl::flat_hash_map<std::tuple<int, int, int64_t>,
                                                          FixedPoint>* cache, PortState* port);

@@ -289,6 +289,11 @@ TEST(LiveModelTest, AFlowDcqcnDoesNotHoldBackLeavesThePortUnsettledAndMarkingAll
   EXPECT_DOUBLE_EQ(port.offered_bps, 80e9);
   EXPECT_DOUBLE_EQ(port.capacity_bps, 40e9);
   EXPECT_DOUBLE_EQ(model.flows()[0].rate_bps, 20e9);  // max-min rates stay
+  // PFC, not DCQCN, holds the uncontrolled flow to its 20 of 40 Gb/s: its NIC is paused
+  // half the time (sim/pfc_fluid_test.cc checks this against the transient model).
+  EXPECT_DOUBLE_EQ(model.nic_port(2).pause_rx_share, 0.5);
+  EXPECT_DOUBLE_EQ(model.nic_port(1).pause_rx_share, 0);
+  EXPECT_DOUBLE_EQ(controlled.nic_port(2).pause_rx_share, 0);
 }
 
 TEST(LiveModelTest, RefusesBadInput) {
