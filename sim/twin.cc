@@ -331,6 +331,7 @@ struct Twin::State {
   std::vector<FlowClass> flow_classes;  // per model flow
   bool flows_dirty = true;
   bool rates_dirty = true;
+  int solves = 0;  // model.SetFlows calls (route, max-min, fixed points)
 
   State(TwinTopology t, const DcqcnParams& p, LiveModel m)
       : topology(std::move(t)), params(p), model(std::move(m)) {}
@@ -435,6 +436,8 @@ const TwinTopology& Twin::topology() const { return state_->topology; }
 double Twin::time_s() const { return state_->time_s; }
 const LiveModel& Twin::model() const { return state_->model; }
 
+int Twin::solves() const { return state_->solves; }
+
 // ---------------------------------------------------------------------------------------
 // Names.
 
@@ -515,6 +518,7 @@ absl::Status Twin::State::SetFlows() {
   }
   flow_specs = flows;
   RETURN_IF_ERROR(model.SetFlows(std::move(flows)));
+  ++solves;
   flows_dirty = false;
   rates_dirty = true;
   return absl::OkStatus();

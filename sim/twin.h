@@ -252,6 +252,10 @@ class Twin {
   // The live model as last solved (ports and flows of the phases in progress).
   const LiveModel& model() const;
 
+  // How many times the live model was solved with new flows (LiveModel::SetFlows: route,
+  // max-min, fixed points) since Create: the cost bench/sim:twin_bench counts.
+  int solves() const;
+
   Twin(Twin&&) noexcept;
   Twin& operator=(Twin&&) noexcept;
   ~Twin();
