@@ -57,6 +57,7 @@ absl::Status LiveModel::CheckLink(int link) const {
 absl::Status LiveModel::SetLinkDown(int link, bool down) {
   if (absl::Status s = CheckLink(link); !s.ok()) return s;
   link_down_[link] = link_down_[link ^ 1] = down;  // a cable is links 2k and 2k + 1
+  routes_around_down_links_.clear();
   Route();
   Solve();
   return absl::OkStatus();
@@ -105,6 +106,7 @@ void LiveModel::ClearFaults() {
   const size_t num_links = fabric_.links().size();
   const bool had_down = std::find(link_down_.begin(), link_down_.end(), true) != link_down_.end();
   link_down_.assign(num_links, false);
+  routes_around_down_links_.clear();
   capacity_scale_.assign(num_links, 1);
   storm_share_.assign(num_links, 0);
   node_dead_.assign(fabric_.num_nodes(), false);
@@ -112,15 +114,40 @@ void LiveModel::ClearFaults() {
   Solve();
 }
 
+// Routes change only with the links that are down: paths are cached per 5-tuple, the
+// all-up ones for good (the fabric is immutable) and those around down links until the
+// next change of the down links.
+uint64_t LiveModel::RouteKey(const FlowTuple& tuple) {
+  return static_cast<uint64_t>(tuple.src_nic) << 40 ^ static_cast<uint64_t>(tuple.dst_nic) << 16 ^
+         tuple.udp_src_port;
+}
+
+absl::StatusOr<const std::vector<int>*> LiveModel::CachedPath(const FlowTuple& tuple,
+                                                              bool around_down_links) {
+  auto& cache = around_down_links ? routes_around_down_links_ : all_up_routes_;
+  const uint64_t key = RouteKey(tuple);
+  auto found = cache.find(key);
+  if (found == cache.end()) {
+    absl::StatusOr<std::vector<int>> path =
+        around_down_links ? fabric_.EcmpPath(tuple, link_down_) : fabric_.EcmpPath(tuple);
+    if (!path.ok()) return path.status();
+    found = cache.emplace(key, *std::move(path)).first;
+  }
+  return &found->second;
+}
+
 void LiveModel::Route() {
   const bool any_down = std::find(link_down_.begin(), link_down_.end(), true) != link_down_.end();
   for (size_t i = 0; i < specs_.size(); ++i) {
     const FlowSpec& f = specs_[i];
     // SetFlows checked the NICs, so a path fails only when down links leave none.
-    const FlowTuple tuple{f.src_nic, f.dst_nic, f.udp_src_port};
-    absl::StatusOr<std::vector<int>> path =
-        any_down ? fabric_.EcmpPath(tuple, link_down_) : fabric_.EcmpPath(tuple);
-    flow_states_[i].path = path.ok() ? *std::move(path) : std::vector<int>();
+    absl::StatusOr<const std::vector<int>*> path =
+        CachedPath({f.src_nic, f.dst_nic, f.udp_src_port}, any_down);
+    if (path.ok()) {
+      flow_states_[i].path = **path;
+    } else {
+      flow_states_[i].path.clear();
+    }
   }
   for (std::vector<int>& on : flows_on_link_) on.clear();
   for (size_t i = 0; i < flow_states_.size(); ++i) {
@@ -137,8 +164,8 @@ absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
           absl::StrCat("flows[", i, "].demand_bps = ", f.demand_bps,
                        " is out of range: accepted (0, inf] (kAsFastAsAllowed = inf)"));
     }
-    absl::StatusOr<std::vector<int>> path =
-        fabric_.EcmpPath({f.src_nic, f.dst_nic, f.udp_src_port});
+    absl::StatusOr<const std::vector<int>*> path =
+        CachedPath({f.src_nic, f.dst_nic, f.udp_src_port}, /*around_down_links=*/false);
     if (!path.ok()) {
       return absl::Status(path.status().code(),
                           absl::StrCat("flows[", i, "]: ", path.status().message()));

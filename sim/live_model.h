@@ -96,6 +96,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -225,6 +226,9 @@ class LiveModel {
  private:
   LiveModel(Fabric fabric, const DcqcnParams& params);
   absl::Status CheckLink(int link) const;
+  static uint64_t RouteKey(const FlowTuple& tuple);
+  absl::StatusOr<const std::vector<int>*> CachedPath(const FlowTuple& tuple,
+                                                     bool around_down_links);
   void Route();
   void Solve();
   void FillRates();
@@ -258,6 +262,8 @@ class LiveModel {
   std::vector<double> capacity_bps_;  // after faults
   std::vector<double> pause_share_;   // per link: rx pause share of its egress port
   std::vector<LinkCounters> link_counters_;
+  absl::flat_hash_map<uint64_t, std::vector<int>> all_up_routes_;
+  absl::flat_hash_map<uint64_t, std::vector<int>> routes_around_down_links_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
 };
