@@ -117,6 +117,8 @@ void LiveModel::ClearFaults() {
 // Routes change only with the links that are down: paths are cached per 5-tuple, the
 // all-up ones for good (the fabric is immutable) and those around down links until the
 // next change of the down links.
+constexpr size_t kRoutesKeptAtLeast = 1 << 16;
+
 uint64_t LiveModel::RouteKey(const FlowTuple& tuple) {
   return static_cast<uint64_t>(tuple.src_nic) << 40 ^ static_cast<uint64_t>(tuple.dst_nic) << 16 ^
          tuple.udp_src_port;
@@ -156,6 +158,8 @@ void LiveModel::Route() {
 }
 
 absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
+  // Jobs that come and go bring new source ports: keep the cache to a few times the flows.
+  if (all_up_routes_.size() > 4 * flows.size() + kRoutesKeptAtLeast) all_up_routes_.clear();
   std::vector<FlowState> states(flows.size());
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];
