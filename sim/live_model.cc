@@ -184,7 +184,7 @@ void LiveModel::ApplyPfc() {
   for (int k = 0; k < num_links; ++k) {
     if (storm_share_[k] <= 0) continue;
     double arrival_bps = 0;
-    for (int f : flows_on_link_[k]) arrival_bps += flow_states_[f].offered_bps;
+    for (int f : flows_on_link_[k]) arrival_bps += Lossless(f) ? flow_states_[f].offered_bps : 0;
     const double served_bps = (1 - storm_share_[k]) * capacity_bps_[k];
     if (arrival_bps > served_bps) {
       sigma[k] = served_bps / arrival_bps;
@@ -195,7 +195,9 @@ void LiveModel::ApplyPfc() {
   // Routes are up-down, so this settles within the longest path's length of passes.
   for (bool changed = throttled; changed;) {
     changed = false;
-    for (const FlowState& flow : flow_states_) {
+    for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+      if (!Lossless(f)) continue;  // PFC pauses priority 3 only
+      const FlowState& flow = flow_states_[f];
       for (int i = static_cast<int>(flow.path.size()) - 2; i >= 0; --i) {
         const double next = sigma[flow.path[i + 1]];
         if (next < sigma[flow.path[i]]) {
@@ -205,8 +207,10 @@ void LiveModel::ApplyPfc() {
       }
     }
   }
-  for (FlowState& flow : flow_states_) {
-    flow.rate_bps = flow.offered_bps * (flow.path.empty() ? 1 : sigma[flow.path[0]]);
+  for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+    FlowState& flow = flow_states_[f];
+    const bool paused = Lossless(f) && !flow.path.empty();
+    flow.rate_bps = flow.offered_bps * (paused ? sigma[flow.path[0]] : 1);
   }
   pause_share_.assign(num_links, 0);
   for (int k = 0; k < num_links; ++k) {

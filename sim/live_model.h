@@ -92,7 +92,9 @@
 // no burst a strict TC takes from the others); a port's scheduler serves what reaches
 // it, with no buffer sharing between TCs. Only flows on kLosslessPriority are held by
 // PFC and take the DCQCN fixed points (marks, CNPs, queue); flows on other priorities get
-// their max-min rate under the schedulers and are neither paused nor marked here.
+// their max-min rate under the schedulers and are neither paused nor marked here (a
+// storm's backlog counts priority-3 arrivals only; a paused port's pause share is still
+// taken from its whole throughput).
 //
 // Not thread-safe: one thread sets flows, solves, advances and reads.
 //

@@ -373,6 +373,21 @@ TEST(LiveModelPfcTest, PauseStormSpreadsUpstreamToVictimsSharingAPortAndClearsEx
   EXPECT_EQ(Rates(model), before);
 }
 
+TEST(LiveModelPfcTest, PausesHoldThePfcPriorityOnlyNotAVictimOnAnotherClass) {
+  // As above, but the victim sends on priority 0: PFC pauses are per priority, so the
+  // pauses its port passes upstream do not hold it; a priority-0 flow into the storming
+  // NIC is not paused either.
+  LiveModel model = MakeFaultModel(FaultRacks(4, 1), {{2, 0, 1}, {.src_nic = 3, .dst_nic = 1,
+                                                                  .udp_src_port = 2,
+                                                                  .priority = 0}});
+  ASSERT_TRUE(model.SetPauseStorm(0, 0.9).ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 10e9, 1e3);
+  EXPECT_NEAR(model.flows()[1].rate_bps, 100e9, 1);
+  ASSERT_TRUE(model.SetFlows({{.src_nic = 2, .dst_nic = 0, .udp_src_port = 1, .priority = 0}})
+                  .ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 100e9, 1);
+}
+
 TEST(LiveModelPfcTest, AStormThatTheArrivalFitsPausesNobodyUpstream) {
   // 5 Gb/s toward a NIC that pauses 90 % of the time fits in its 10 Gb/s: no backlog, no Xoff.
   LiveModel model = MakeFaultModel(FaultRacks(2, 1), {{2, 0, 1, 5e9}, {3, 1, 2}});
