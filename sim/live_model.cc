@@ -14,8 +14,8 @@ namespace {
 // Ties between a NIC's own link (or a demand) and a switch port saturating at the same
 // level go to the NIC: flows that only fill a port exactly at line rate build no queue.
 constexpr double kSwitchPortTieBreak = 1 + 1e-9;
-// Ties between a traffic class's share of a port and anything else go to the other: a
-// class given just what its flows need elsewhere is not what holds them back.
+// Ties between a traffic class's share of a port and a link go to the link: a class given
+// just what its flows get elsewhere is not what freezes them.
 constexpr double kClassShareTieBreak = 1 + 2e-9;
 
 struct Event {
@@ -236,8 +236,6 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   std::vector<bool> frozen(num_flows, false);
   std::vector<std::vector<int>> shares_of_flow(shares.empty() ? 0 : num_flows);
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
-  // A port with class shares yields ties to the flows' other limits as its shares do.
-  std::vector<bool> scheduled(num_links, false);
 
   auto members = [&](int r) -> const std::vector<int>& {
     return r < num_links ? flows_on_link_[r] : shares[r - num_links].flows;
@@ -247,7 +245,7 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
         k < num_links ? capacity_bps_[k] : shares[k - num_links].capacity_bps;
     const double level = std::max(0.0, capacity - frozen_bps[k]) / unfrozen[k];
     double tie = 1;
-    if (k >= num_links || scheduled[k]) {
+    if (k >= num_links) {
       tie = kClassShareTieBreak;
     } else if (links[k].from.kind == Vertex::Kind::kSwitch) {
       tie = kSwitchPortTieBreak;
@@ -256,7 +254,6 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   };
   for (int s = 0; s < static_cast<int>(shares.size()); ++s) {
     for (int f : shares[s].flows) shares_of_flow[f].push_back(num_links + s);
-    scheduled[shares[s].link] = true;
   }
   for (int k = 0; k < num_resources; ++k) {
     unfrozen[k] = static_cast<int>(members(k).size());
@@ -590,6 +587,11 @@ void LiveModel::FillScheduledRates() {
   }
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> need(shares.size(), inf);
+  const int num_links = static_cast<int>(flows_on_link_.size());
+  std::vector<std::vector<int>> shares_of_flow(flow_states_.size());
+  for (size_t i = 0; i < shares.size(); ++i) {
+    for (int f : shares[i].flows) shares_of_flow[f].push_back(static_cast<int>(i));
+  }
   // Shares of a port are contiguous: [begin, end).
   auto schedule = [&]() {
     bool moved = false;
@@ -614,12 +616,44 @@ void LiveModel::FillScheduledRates() {
   schedule();
   for (scheduler_passes_ = 1;; ++scheduler_passes_) {
     FillRates(shares);
+    // A resource limits a flow when it is full and the flow has its largest rate (the
+    // max-min bottleneck); a class needs more than it got when one of its flows has no
+    // limit but this port (whichever resource progressive filling froze it at: ties).
+    std::vector<double> sum_bps(num_links + shares.size(), 0);
+    std::vector<double> max_bps(num_links + shares.size(), 0);
+    auto add = [&](int r, double rate) {
+      sum_bps[r] += rate;
+      max_bps[r] = std::max(max_bps[r], rate);
+    };
+    for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+      for (int k : flow_states_[f].path) add(k, flow_states_[f].rate_bps);
+    }
+    for (size_t i = 0; i < shares.size(); ++i) {
+      for (int f : shares[i].flows) add(num_links + i, flow_states_[f].rate_bps);
+    }
+    auto limits = [&](int r, double capacity, int f) {
+      const double rate = flow_states_[f].rate_bps;
+      const double slack = 1e-9 * std::max(1.0, capacity);
+      return sum_bps[r] >= capacity - slack && rate >= max_bps[r] - slack;
+    };
+    auto limited_elsewhere = [&](int f, int port) {
+      if (flow_states_[f].bottleneck_link == -1) return true;  // its demand, or silent
+      for (int k : flow_states_[f].path) {
+        if (k != port && limits(k, capacity_bps_[k], f)) return true;
+      }
+      for (int i : shares_of_flow[f]) {
+        if (shares[i].link != port && limits(num_links + i, shares[i].capacity_bps, f)) {
+          return true;
+        }
+      }
+      return false;
+    };
     for (size_t i = 0; i < shares.size(); ++i) {
       double rate_bps = 0;
       bool held_here = false;
       for (int f : shares[i].flows) {
         rate_bps += flow_states_[f].rate_bps;
-        held_here |= flow_states_[f].bottleneck_link == shares[i].link;
+        held_here |= !limited_elsewhere(f, shares[i].link);
       }
       need[i] = held_here ? inf : rate_bps;
     }

@@ -82,12 +82,14 @@
 // get what the weighted ones leave, equally). Within a TC the flows share max-min. It is
 // part of the max-min solve: at each port where flows of two or more TCs meet, each TC
 // is a further resource of progressive filling with a capacity the scheduler gives it;
-// the solve is repeated, each TC's need taken from the last solve (a TC with a flow held
-// back at the port wants all it can get; otherwise it needs the sum of its flows' rates),
-// until no TC's capacity moves (kMaxSchedulerPasses; scheduler_passes() and
-// scheduler_settled() say how it went). Ties go to the flows' other limits, so a TC that
-// got just what it needs is not taken to be held back by it. The default scheduler maps
-// every priority to TC 0, which gets the whole port: the model without classes, exactly.
+// the solve is repeated, each TC's need taken from the last solve (a TC with a flow that
+// has no max-min bottleneck but this port — no other full link or class share where it has
+// the largest rate, not its demand — wants all it can get; otherwise it needs the sum of
+// its flows' rates), until no TC's capacity moves (kMaxSchedulerPasses;
+// scheduler_passes() and scheduler_settled() say how it went; each pass is one
+// progressive filling). At equal levels links freeze flows before class shares, a NIC's
+// link before a switch port, and then the lower id. The default scheduler maps every
+// priority to TC 0, which gets the whole port: the model without classes, exactly.
 // What it is not: packet-level (no per-packet round robin, no queue of the non-RoCE TCs,
 // no burst a strict TC takes from the others); a port's scheduler serves what reaches
 // it, with no buffer sharing between TCs. Only flows on kLosslessPriority are held by

@@ -601,6 +601,16 @@ TEST(LiveModelSchedulerTest, ANicUplinkSchedulesItsOwnClasses) {
   EXPECT_NEAR(model.flows()[1].rate_bps, 30e9, 1);
   // The NIC's port is not a switch queue: nothing is marked.
   EXPECT_FALSE(model.nic_port(0).congested);
+  // To one destination the two fill its ToR port exactly: the NIC holds them, no queue.
+  ASSERT_TRUE(model
+                  .SetFlows({{.src_nic = 0, .dst_nic = 2, .udp_src_port = 1},
+                             {.src_nic = 0, .dst_nic = 2, .udp_src_port = 2, .priority = 0}})
+                  .ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 70e9, 1);
+  EXPECT_NEAR(model.flows()[1].rate_bps, 30e9, 1);
+  const PortState& downlink = model.ports()[model.fabric().nics()[2].downlink];
+  EXPECT_FALSE(downlink.congested);
+  EXPECT_EQ(downlink.queue_bytes, 0);
 }
 
 TEST(LiveModelSchedulerTest, ScheduleClassesWaterFillsByWeight) {
