@@ -570,11 +570,14 @@ void LiveModel::FillScheduledRates() {
   for (int k = 0; k < static_cast<int>(flows_on_link_.size()); ++k) {
     if (flows_on_link_[k].empty()) continue;
     const PortScheduler& s = scheduler(k);
+    auto tc_of = [&](int f) { return s.priority_to_tc[specs_[f].priority]; };
+    const int first_tc = tc_of(flows_on_link_[k].front());
+    if (std::all_of(flows_on_link_[k].begin(), flows_on_link_[k].end(),
+                    [&](int f) { return tc_of(f) == first_tc; })) {
+      continue;  // one class: the link is its resource
+    }
     std::array<std::vector<int>, kNumTrafficClasses> by_tc;
-    for (int f : flows_on_link_[k]) by_tc[s.priority_to_tc[specs_[f].priority]].push_back(f);
-    int classes = 0;
-    for (const std::vector<int>& flows : by_tc) classes += flows.empty() ? 0 : 1;
-    if (classes < 2) continue;
+    for (int f : flows_on_link_[k]) by_tc[tc_of(f)].push_back(f);
     for (int tc = 0; tc < kNumTrafficClasses; ++tc) {
       if (!by_tc[tc].empty()) shares.push_back({k, tc, 0, std::move(by_tc[tc])});
     }
