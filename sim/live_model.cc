@@ -23,11 +23,7 @@ struct Event {
   double level;  // the fill level itself
   int id;        // link id, or -(flow id) - 1 for a flow's demand
   int version;   // a link's version when pushed; stale entries are skipped
-  // Equal keys: the lower id first, so ties resolve the same way whatever the heap does
-  // (a ToR's uplink, built before the spines' downlinks, holds the flows both would).
-  bool operator>(const Event& other) const {
-    return key > other.key || (key == other.key && id > other.id);
-  }
+  bool operator>(const Event& other) const { return key > other.key; }
 };
 
 }  // namespace

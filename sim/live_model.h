@@ -87,8 +87,8 @@
 // the largest rate, not its demand — wants all it can get; otherwise it needs the sum of
 // its flows' rates), until no TC's capacity moves (kMaxSchedulerPasses;
 // scheduler_passes() and scheduler_settled() say how it went; each pass is one
-// progressive filling). At equal levels links freeze flows before class shares, a NIC's
-// link before a switch port, and then the lower id. The default scheduler maps every
+// progressive filling). At equal levels links freeze flows before class shares and a
+// NIC's link before a switch port. The default scheduler maps every
 // priority to TC 0, which gets the whole port: the model without classes, exactly.
 // What it is not: packet-level (no per-packet round robin, no queue of the non-RoCE TCs,
 // no burst a strict TC takes from the others); a port's scheduler serves what reaches
