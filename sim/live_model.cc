@@ -14,6 +14,9 @@ namespace {
 // Ties between a NIC's own link (or a demand) and a switch port saturating at the same
 // level go to the NIC: flows that only fill a port exactly at line rate build no queue.
 constexpr double kSwitchPortTieBreak = 1 + 1e-9;
+// Ties between a traffic class's share of a port and a link go to the link: a class given
+// just what its flows get elsewhere is not what freezes them.
+constexpr double kClassShareTieBreak = 1 + 2e-9;
 
 struct Event {
   double key;    // when (in the common fill level) this saturates; the heap's order
@@ -168,6 +171,11 @@ absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
           absl::StrCat("flows[", i, "].demand_bps = ", f.demand_bps,
                        " is out of range: accepted (0, inf] (kAsFastAsAllowed = inf)"));
     }
+    if (f.priority < 0 || f.priority >= kNumPriorities) {
+      return absl::InvalidArgumentError(absl::StrCat("flows[", i, "].priority = ", f.priority,
+                                                     " is out of range: accepted [0, ",
+                                                     kNumPriorities - 1, "]"));
+    }
     absl::StatusOr<const std::vector<int>*> path =
         CachedPath({f.src_nic, f.dst_nic, f.udp_src_port}, /*around_down_links=*/false);
     if (!path.ok()) {
@@ -191,7 +199,7 @@ void LiveModel::Solve() {
   for (size_t k = 0; k < links.size(); ++k) {
     capacity_bps_[k] = link_down_[k] ? 0 : links[k].capacity_bps * capacity_scale_[k];
   }
-  FillRates();
+  FillScheduledRates();
   ApplyPfc();
   SettlePorts();
 }
@@ -203,7 +211,7 @@ void LiveModel::ApplyPfc() {
   for (int k = 0; k < num_links; ++k) {
     if (storm_share_[k] <= 0) continue;
     double arrival_bps = 0;
-    for (int f : flows_on_link_[k]) arrival_bps += flow_states_[f].offered_bps;
+    for (int f : flows_on_link_[k]) arrival_bps += Lossless(f) ? flow_states_[f].offered_bps : 0;
     const double served_bps = (1 - storm_share_[k]) * capacity_bps_[k];
     if (arrival_bps > served_bps) {
       sigma[k] = served_bps / arrival_bps;
@@ -214,7 +222,9 @@ void LiveModel::ApplyPfc() {
   // Routes are up-down, so this settles within the longest path's length of passes.
   for (bool changed = throttled; changed;) {
     changed = false;
-    for (const FlowState& flow : flow_states_) {
+    for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+      if (!Lossless(f)) continue;  // PFC pauses priority 3 only
+      const FlowState& flow = flow_states_[f];
       for (int i = static_cast<int>(flow.path.size()) - 2; i >= 0; --i) {
         const double next = sigma[flow.path[i + 1]];
         if (next < sigma[flow.path[i]]) {
@@ -224,8 +234,10 @@ void LiveModel::ApplyPfc() {
       }
     }
   }
-  for (FlowState& flow : flow_states_) {
-    flow.rate_bps = flow.offered_bps * (flow.path.empty() ? 1 : sigma[flow.path[0]]);
+  for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+    FlowState& flow = flow_states_[f];
+    const bool paused = Lossless(f) && !flow.path.empty();
+    flow.rate_bps = flow.offered_bps * (paused ? sigma[flow.path[0]] : 1);
   }
   pause_share_.assign(num_links, 0);
   for (int k = 0; k < num_links; ++k) {
@@ -258,22 +270,39 @@ void LiveModel::MarkBacklogged(int link) {
                                 std::clamp(1 - throughput_bps / capacity_bps_[link], 0.0, 1.0));
 }
 
-void LiveModel::FillRates() {
+void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   const std::vector<Link>& links = fabric_.links();
   const int num_flows = static_cast<int>(flow_states_.size());
-  std::vector<double> frozen_bps(links.size(), 0);
-  std::vector<int> unfrozen(links.size(), 0);
-  std::vector<int> version(links.size(), 0);
+  const int num_links = static_cast<int>(links.size());
+  // Resources: links [0, num_links), then the class shares.
+  const int num_resources = num_links + static_cast<int>(shares.size());
+  std::vector<double> frozen_bps(num_resources, 0);
+  std::vector<int> unfrozen(num_resources, 0);
+  std::vector<int> version(num_resources, 0);
   std::vector<bool> frozen(num_flows, false);
+  std::vector<std::vector<int>> shares_of_flow(shares.empty() ? 0 : num_flows);
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
 
-  auto push_link = [&](int k) {
-    const double level = std::max(0.0, capacity_bps_[k] - frozen_bps[k]) / unfrozen[k];
-    const bool switch_port = links[k].from.kind == Vertex::Kind::kSwitch;
-    heap.push({switch_port ? level * kSwitchPortTieBreak : level, level, k, version[k]});
+  auto members = [&](int r) -> const std::vector<int>& {
+    return r < num_links ? flows_on_link_[r] : shares[r - num_links].flows;
   };
-  for (int k = 0; k < static_cast<int>(links.size()); ++k) {
-    unfrozen[k] = static_cast<int>(flows_on_link_[k].size());
+  auto push_link = [&](int k) {
+    const double capacity =
+        k < num_links ? capacity_bps_[k] : shares[k - num_links].capacity_bps;
+    const double level = std::max(0.0, capacity - frozen_bps[k]) / unfrozen[k];
+    double tie = 1;
+    if (k >= num_links) {
+      tie = kClassShareTieBreak;
+    } else if (links[k].from.kind == Vertex::Kind::kSwitch) {
+      tie = kSwitchPortTieBreak;
+    }
+    heap.push({level * tie, level, k, version[k]});
+  };
+  for (int s = 0; s < static_cast<int>(shares.size()); ++s) {
+    for (int f : shares[s].flows) shares_of_flow[f].push_back(num_links + s);
+  }
+  for (int k = 0; k < num_resources; ++k) {
+    unfrozen[k] = static_cast<int>(members(k).size());
     if (unfrozen[k] > 0) push_link(k);
   }
   const std::vector<Nic>& nics = fabric_.nics();
@@ -284,16 +313,20 @@ void LiveModel::FillRates() {
     if (std::isfinite(demand)) heap.push({demand, demand, -f - 1, 0});
   }
   double level = 0;
+  auto take = [&](int k) {
+    frozen_bps[k] += level;
+    --unfrozen[k];
+    ++version[k];
+    if (unfrozen[k] > 0) push_link(k);
+  };
   auto freeze = [&](int f, int bottleneck) {
     frozen[f] = true;
     flow_states_[f].offered_bps = level;
     flow_states_[f].rate_bps = level;
     flow_states_[f].bottleneck_link = bottleneck;
-    for (int k : flow_states_[f].path) {
-      frozen_bps[k] += level;
-      --unfrozen[k];
-      ++version[k];
-      if (unfrozen[k] > 0) push_link(k);
+    for (int k : flow_states_[f].path) take(k);
+    if (!shares.empty()) {
+      for (int k : shares_of_flow[f]) take(k);
     }
   };
   while (!heap.empty()) {
@@ -308,8 +341,9 @@ void LiveModel::FillRates() {
     }
     if (e.version != version[e.id] || unfrozen[e.id] == 0) continue;
     level = std::max(level, e.level);
-    for (int f : flows_on_link_[e.id]) {
-      if (!frozen[f]) freeze(f, e.id);
+    const int port = e.id < num_links ? e.id : shares[e.id - num_links].link;
+    for (int f : members(e.id)) {
+      if (!frozen[f]) freeze(f, port);
     }
   }
 }
@@ -367,6 +401,8 @@ void LiveModel::SettlePorts() {
       ++port.flows;
       port.offered_bps += std::min(specs_[f].demand_bps, nics[specs_[f].src_nic].bps);
       if (flow_states_[f].bottleneck_link == k) ++port.bottlenecked_flows;
+      port.class_rate_bps[scheduler(k).priority_to_tc[specs_[f].priority]] +=
+          flow_states_[f].rate_bps;
     }
     port.capacity_bps = capacity_bps_[k];
     port.utilization = port.capacity_bps > 0 ? port.rate_bps / port.capacity_bps : 0;
@@ -381,7 +417,8 @@ void LiveModel::SettlePorts() {
     FlowState& flow = flow_states_[f];
     const DcqcnParams& params = SenderParams(f);
     double unmarked = 1;
-    for (int k : flow.path) unmarked *= 1 - ports_[k].mark_probability;
+    // Only the lossless priority's queue is modelled (and marks).
+    for (int k : flow.path) unmarked *= Lossless(f) ? 1 - ports_[k].mark_probability : 1;
     flow.mark_probability = 1 - unmarked;
     flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / (params_.packet_bytes * 8);
     flow.cnps_per_s = CnpsPerSecond(flow.marked_packets_per_s, params.tau_us * 1e-6);
@@ -394,19 +431,25 @@ void LiveModel::SettleCongestedPort(
   double residual_bps = 0;  // the share of the flows bottlenecked here
   bool uncontrolled = false;
   std::vector<int> senders_per_set(std::max<size_t>(1, nic_param_sets_.size()), 0);
+  int held_flows = 0;       // of the lossless priority: DCQCN's N here
+  double lossless_bps = 0;  // what the marking queue carries
   for (int f : flows_on_link_[link]) {
+    if (!Lossless(f)) continue;
+    lossless_bps += flow_states_[f].rate_bps;
     if (flow_states_[f].bottleneck_link != link) continue;
+    ++held_flows;
     residual_bps += flow_states_[f].rate_bps;
     uncontrolled |= !specs_[f].congestion_controlled;
     if (!nic_param_sets_.empty()) ++senders_per_set[nic_param_set_[specs_[f].src_nic]];
   }
   const double packet_bits = params_.packet_bytes * 8;
+  if (held_flows == 0) return;  // other classes' queues are not modelled: no marks
   if (uncontrolled) {
     // Senders that do not back off keep the queue above Kmax, where every packet is marked.
     port->mark_probability = 1;
     port->queue_bytes = params_.kmax_bytes;
     port->settled = false;
-    port->marked_packets_per_s = port->rate_bps / packet_bits;
+    port->marked_packets_per_s = lossless_bps / packet_bits;
     return;
   }
   const int set = static_cast<int>(
@@ -414,15 +457,13 @@ void LiveModel::SettleCongestedPort(
   const DcqcnParams& params = nic_param_sets_.empty() ? params_ : nic_param_sets_[set];
   // The fixed point depends on the flows' count and share only; R_AI must fit in it.
   const double capacity = std::max(residual_bps, params.rate_ai_bps);
-  const std::tuple<int, int, int64_t> key = {set, port->bottlenecked_flows,
-                                             std::llround(capacity)};
+  const std::tuple<int, int, int64_t> key = {set, held_flows, std::llround(capacity)};
   auto it = cache->find(key);
   if (it == cache->end()) {
     DcqcnParams at_port = params;
     at_port.capacity_bps = capacity;
     // Valid by construction: Create / SetNicParams checked the rest, capacity ≥ R_AI > 0.
-    it = cache->emplace(key, ClosedFormFixedPoint(at_port, port->bottlenecked_flows).value())
-             .first;
+    it = cache->emplace(key, ClosedFormFixedPoint(at_port, held_flows).value()).first;
     ++fixed_points_computed_;
   }
   const FixedPoint& fp = it->second;
@@ -432,7 +473,7 @@ void LiveModel::SettleCongestedPort(
     port->queue_bytes = params_.kmax_bytes;
     port->settled = false;
   }
-  port->marked_packets_per_s = port->mark_probability * port->rate_bps / packet_bits;
+  port->marked_packets_per_s = port->mark_probability * lossless_bps / packet_bits;
 }
 
 double PauseFramesPerSecond(double pause_share, double link_bps) {
@@ -474,6 +515,204 @@ absl::Status LiveModel::Advance(double duration_s) {
   }
   time_s_ += duration_s;
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// Scheduling between traffic classes (ETS / strict priority; see the header comment).
+
+std::vector<double> ScheduleClasses(const PortScheduler& scheduler, double capacity_bps,
+                                    const std::vector<int>& tcs,
+                                    const std::vector<double>& need_bps) {
+  const int n = static_cast<int>(tcs.size());
+  std::vector<double> give(n, 0);
+  double left = std::max(0.0, capacity_bps);
+  std::vector<int> strict;
+  for (int i = 0; i < n; ++i) {
+    if (scheduler.tsa[tcs[i]] == Tsa::kStrict) strict.push_back(i);
+  }
+  std::sort(strict.begin(), strict.end(), [&](int a, int b) { return tcs[a] > tcs[b]; });
+  for (int i : strict) {
+    give[i] = std::min(need_bps[i], left);
+    left -= give[i];
+  }
+  // Water-filling by weight: the weighted ETS classes, then the zero-weight ones equally.
+  for (const bool weighted : {true, false}) {
+    std::vector<int> active;
+    for (int i = 0; i < n; ++i) {
+      if (scheduler.tsa[tcs[i]] == Tsa::kEts && (scheduler.weight[tcs[i]] > 0) == weighted) {
+        active.push_back(i);
+      }
+    }
+    auto weight = [&](int i) { return weighted ? scheduler.weight[tcs[i]] : 1.0; };
+    while (left > 0 && !active.empty()) {
+      double total_weight = 0;
+      for (int i : active) total_weight += weight(i);
+      std::vector<int> hungry;
+      double satisfied_bps = 0;
+      for (int i : active) {
+        if (need_bps[i] - give[i] <= left * weight(i) / total_weight) {
+          satisfied_bps += need_bps[i] - give[i];
+          give[i] = need_bps[i];
+        } else {
+          hungry.push_back(i);
+        }
+      }
+      if (hungry.size() == active.size()) {  // every one wants more than its share
+        for (int i : active) give[i] += left * weight(i) / total_weight;
+        left = 0;
+      } else {
+        left -= satisfied_bps;
+      }
+      active = std::move(hungry);
+    }
+  }
+  // Nobody is held back: any class may use what the others leave (the port's capacity
+  // still bounds their sum in progressive filling).
+  if (left > 0) {
+    for (double& g : give) g += left;
+  }
+  return give;
+}
+
+const PortScheduler& LiveModel::scheduler(int link) const {
+  static const PortScheduler kDefault;
+  return schedulers_.empty() ? kDefault : schedulers_[link];
+}
+
+absl::Status LiveModel::SetPortSchedulers(std::vector<PortScheduler> per_link) {
+  const size_t num_links = fabric_.links().size();
+  if (!per_link.empty() && per_link.size() != num_links) {
+    return absl::InvalidArgumentError(absl::StrCat("per_link has ", per_link.size(),
+                                                   " schedulers: accepted 0 or one per link (",
+                                                   num_links, ")"));
+  }
+  for (size_t k = 0; k < per_link.size(); ++k) {
+    const PortScheduler& s = per_link[k];
+    for (int p = 0; p < kNumPriorities; ++p) {
+      if (s.priority_to_tc[p] < 0 || s.priority_to_tc[p] >= kNumTrafficClasses) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("per_link[", k, "].priority_to_tc[", p, "] = ", s.priority_to_tc[p],
+                         " is out of range: accepted [0, ", kNumTrafficClasses - 1, "]"));
+      }
+    }
+    for (int tc = 0; tc < kNumTrafficClasses; ++tc) {
+      if (!(s.weight[tc] >= 0 && std::isfinite(s.weight[tc]))) {
+        return absl::InvalidArgumentError(absl::StrCat("per_link[", k, "].weight[", tc, "] = ",
+                                                       s.weight[tc],
+                                                       " is out of range: accepted [0, inf)"));
+      }
+    }
+  }
+  schedulers_ = std::move(per_link);
+  Solve();
+  return absl::OkStatus();
+}
+
+// Progressive filling with a resource per (port, TC) where two or more TCs meet, their
+// capacities from ScheduleClasses on the needs the previous pass showed, until they stop
+// moving. The first pass takes every TC to want all it can get.
+void LiveModel::FillScheduledRates() {
+  std::vector<ClassShare> shares;
+  for (int k = 0; k < static_cast<int>(flows_on_link_.size()); ++k) {
+    if (flows_on_link_[k].empty()) continue;
+    const PortScheduler& s = scheduler(k);
+    auto tc_of = [&](int f) { return s.priority_to_tc[specs_[f].priority]; };
+    const int first_tc = tc_of(flows_on_link_[k].front());
+    if (std::all_of(flows_on_link_[k].begin(), flows_on_link_[k].end(),
+                    [&](int f) { return tc_of(f) == first_tc; })) {
+      continue;  // one class: the link is its resource
+    }
+    std::array<std::vector<int>, kNumTrafficClasses> by_tc;
+    for (int f : flows_on_link_[k]) by_tc[tc_of(f)].push_back(f);
+    for (int tc = 0; tc < kNumTrafficClasses; ++tc) {
+      if (!by_tc[tc].empty()) shares.push_back({k, tc, 0, std::move(by_tc[tc])});
+    }
+  }
+  scheduler_passes_ = 1;
+  scheduler_settled_ = true;
+  if (shares.empty()) {
+    FillRates();
+    return;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> need(shares.size(), inf);
+  const int num_links = static_cast<int>(flows_on_link_.size());
+  std::vector<std::vector<int>> shares_of_flow(flow_states_.size());
+  for (size_t i = 0; i < shares.size(); ++i) {
+    for (int f : shares[i].flows) shares_of_flow[f].push_back(static_cast<int>(i));
+  }
+  // Shares of a port are contiguous: [begin, end).
+  auto schedule = [&]() {
+    bool moved = false;
+    for (size_t begin = 0, end = 0; begin < shares.size(); begin = end) {
+      const int k = shares[begin].link;
+      std::vector<int> tcs;
+      std::vector<double> port_need;
+      for (end = begin; end < shares.size() && shares[end].link == k; ++end) {
+        tcs.push_back(shares[end].tc);
+        port_need.push_back(need[end]);
+      }
+      const std::vector<double> give = ScheduleClasses(scheduler(k), capacity_bps_[k], tcs,
+                                                       port_need);
+      for (size_t i = begin; i < end; ++i) {
+        const double tolerance = 1e-9 * std::max(1.0, capacity_bps_[k]);
+        moved |= std::abs(give[i - begin] - shares[i].capacity_bps) > tolerance;
+        shares[i].capacity_bps = give[i - begin];
+      }
+    }
+    return moved;
+  };
+  schedule();
+  for (scheduler_passes_ = 1;; ++scheduler_passes_) {
+    FillRates(shares);
+    // A resource limits a flow when it is full and the flow has its largest rate (the
+    // max-min bottleneck); a class needs more than it got when one of its flows has no
+    // limit but this port (whichever resource progressive filling froze it at: ties).
+    std::vector<double> sum_bps(num_links + shares.size(), 0);
+    std::vector<double> max_bps(num_links + shares.size(), 0);
+    auto add = [&](int r, double rate) {
+      sum_bps[r] += rate;
+      max_bps[r] = std::max(max_bps[r], rate);
+    };
+    for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
+      for (int k : flow_states_[f].path) add(k, flow_states_[f].rate_bps);
+    }
+    for (size_t i = 0; i < shares.size(); ++i) {
+      for (int f : shares[i].flows) add(num_links + i, flow_states_[f].rate_bps);
+    }
+    auto limits = [&](int r, double capacity, int f) {
+      const double rate = flow_states_[f].rate_bps;
+      const double slack = 1e-9 * std::max(1.0, capacity);
+      return sum_bps[r] >= capacity - slack && rate >= max_bps[r] - slack;
+    };
+    auto limited_elsewhere = [&](int f, int port) {
+      if (flow_states_[f].bottleneck_link == -1) return true;  // its demand, or silent
+      for (int k : flow_states_[f].path) {
+        if (k != port && limits(k, capacity_bps_[k], f)) return true;
+      }
+      for (int i : shares_of_flow[f]) {
+        if (shares[i].link != port && limits(num_links + i, shares[i].capacity_bps, f)) {
+          return true;
+        }
+      }
+      return false;
+    };
+    for (size_t i = 0; i < shares.size(); ++i) {
+      double rate_bps = 0;
+      bool held_here = false;
+      for (int f : shares[i].flows) {
+        rate_bps += flow_states_[f].rate_bps;
+        held_here |= !limited_elsewhere(f, shares[i].link);
+      }
+      need[i] = held_here ? inf : rate_bps;
+    }
+    if (!schedule()) break;
+    if (scheduler_passes_ == kMaxSchedulerPasses) {
+      scheduler_settled_ = false;
+      FillRates(shares);
+      break;
+    }
+  }
 }
 
 }  // namespace weft::sim

@@ -80,6 +80,32 @@
 // p* > Pmax with a mark-all switch (AboveKmax::kMarkAll) has no equilibrium — its queue
 // is reported at Kmax and `settled` is false (the fluid model oscillates there).
 //
+// Scheduling between traffic classes (ETS / strict priority, IEEE 802.1Qaz), at every
+// egress port (switch ports and NIC uplinks alike). A flow carries an 802.1p priority
+// (FlowSpec::priority, the RoCE priority 3 by default); a port's PortScheduler maps it to
+// a traffic class (TC) and serves TCs as a DCB port does: strict-priority TCs first, the
+// higher TC first, each taking what its flows need; the ETS TCs share what is left in
+// proportion to their weights, work-conserving (a TC that needs less than its share
+// leaves the rest to the other ETS TCs in proportion to their weights; zero-weight ETS TCs
+// get what the weighted ones leave, equally). Within a TC the flows share max-min. It is
+// part of the max-min solve: at each port where flows of two or more TCs meet, each TC
+// is a further resource of progressive filling with a capacity the scheduler gives it;
+// the solve is repeated, each TC's need taken from the last solve (a TC with a flow that
+// has no max-min bottleneck but this port — no other full link or class share where it has
+// the largest rate, not its demand — wants all it can get; otherwise it needs the sum of
+// its flows' rates), until no TC's capacity moves (kMaxSchedulerPasses;
+// scheduler_passes() and scheduler_settled() say how it went; each pass is one
+// progressive filling). At equal levels links freeze flows before class shares and a
+// NIC's link before a switch port. The default scheduler maps every
+// priority to TC 0, which gets the whole port: the model without classes, exactly.
+// What it is not: packet-level (no per-packet round robin, no queue of the non-RoCE TCs,
+// no burst a strict TC takes from the others); a port's scheduler serves what reaches
+// it, with no buffer sharing between TCs. Only flows on kLosslessPriority are held by
+// PFC and take the DCQCN fixed points (marks, CNPs, queue); flows on other priorities get
+// their max-min rate under the schedulers and are neither paused nor marked here (a
+// storm's backlog counts priority-3 arrivals only; a paused port's pause share is still
+// taken from its whole throughput).
+//
 // Not thread-safe: one thread sets flows, solves, advances and reads.
 //
 // Example:
@@ -91,6 +117,7 @@
 #ifndef WEFT_SIM_LIVE_MODEL_H_
 #define WEFT_SIM_LIVE_MODEL_H_
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <tuple>
@@ -108,6 +135,28 @@ namespace weft::sim {
 // A flow's demand when it sends as fast as DCQCN lets it.
 inline constexpr double kAsFastAsAllowed = std::numeric_limits<double>::infinity();
 
+// The 802.1p priority PFC and DCQCN act on (the RoCE recipe's priority 3), and the
+// number of priorities and of traffic classes of a DCB port.
+inline constexpr int kLosslessPriority = 3;
+inline constexpr int kNumPriorities = 8;
+inline constexpr int kNumTrafficClasses = 8;
+
+// How a traffic class is served (IEEE 802.1Qaz TSA): before the others, or sharing by weight.
+enum class Tsa { kStrict, kEts };
+
+// An egress port's scheduling between traffic classes (see the header comment). The
+// default: every priority in TC 0, ETS, all the weight: no classes.
+struct PortScheduler {
+  std::array<int, kNumPriorities> priority_to_tc{};  // each in [0, kNumTrafficClasses)
+  std::array<Tsa, kNumTrafficClasses> tsa = {Tsa::kEts, Tsa::kEts, Tsa::kEts, Tsa::kEts,
+                                             Tsa::kEts, Tsa::kEts, Tsa::kEts, Tsa::kEts};
+  // ETS weights (percent, as tc_bandwidth_percent; only the ratios matter); >= 0, finite.
+  std::array<double, kNumTrafficClasses> weight = {100, 0, 0, 0, 0, 0, 0, 0};
+};
+
+// Solve passes at most, per Solve, before the per-TC capacities are taken as they are.
+inline constexpr int kMaxSchedulerPasses = 32;
+
 struct FlowSpec {
   int src_nic = 0;
   int dst_nic = 0;
@@ -117,6 +166,9 @@ struct FlowSpec {
   // notification point is off on its priority), so a port where it is bottlenecked keeps
   // no equilibrium (see PortState::settled).
   bool congestion_controlled = true;
+  // 802.1p priority, [0, kNumPriorities): each port's scheduler maps it to a TC; only
+  // kLosslessPriority is paused by PFC and held back by DCQCN.
+  int priority = kLosslessPriority;
 };
 
 // PFC frames ask for this many quanta (512 bit times each) and are refreshed after this
@@ -152,6 +204,8 @@ struct PortState {  // a link's egress port (the link's `from` side)
   // `to` side), tx = pausing the peer (over the reverse link). A NIC's are its uplink's.
   double pause_rx_share = 0;
   double pause_tx_share = 0;
+  // Σ flow rates per traffic class of the port's scheduler.
+  std::array<double, kNumTrafficClasses> class_rate_bps{};
 };
 
 struct FlowCounters {
@@ -204,6 +258,17 @@ class LiveModel {
   // does not have one entry per NIC in range, or a set ValidateParams refuses; solves again.
   absl::Status SetNicParams(std::vector<DcqcnParams> param_sets, std::vector<int> set_of_nic);
 
+  // Scheduling between traffic classes: link k's egress port runs per_link[k]. Empty: the
+  // default PortScheduler everywhere. Refuses (InvalidArgument, naming the entry, the value
+  // and the range) a size other than 0 or one per link, a TC out of range, or a weight that
+  // is negative or not finite; the model is unchanged then. Solves again.
+  absl::Status SetPortSchedulers(std::vector<PortScheduler> per_link);
+  const PortScheduler& scheduler(int link) const;  // `link` must be valid
+  // Passes of the last Solve's scheduling loop (1 when no port has two classes), and
+  // whether the TCs' capacities stopped moving within kMaxSchedulerPasses.
+  int scheduler_passes() const { return scheduler_passes_; }
+  bool scheduler_settled() const { return scheduler_settled_; }
+
   // Adds duration_s of the current time averages to the counters.
   // Fails on a negative or non-finite duration.
   absl::Status Advance(double duration_s);
@@ -231,7 +296,16 @@ class LiveModel {
                                                      bool around_down_links);
   void Route();
   void Solve();
-  void FillRates();
+  // A traffic class at a port where two or more meet: a resource of progressive filling.
+  struct ClassShare {
+    int link = 0;
+    int tc = 0;
+    double capacity_bps = 0;
+    std::vector<int> flows;
+  };
+  void FillRates(const std::vector<ClassShare>& shares = {});
+  void FillScheduledRates();
+  bool Lossless(int flow) const { return specs_[flow].priority == kLosslessPriority; }
   void ApplyPfc();
   // A flow DCQCN does not hold back keeps sending min(demand, line rate) past the port
   // where it is bottlenecked; the excess fills the ToR's ingress accounting to Xoff and PFC
@@ -266,6 +340,9 @@ class LiveModel {
   absl::flat_hash_map<uint64_t, std::vector<int>> routes_around_down_links_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
+  std::vector<PortScheduler> schedulers_;  // per link; empty: the default everywhere
+  int scheduler_passes_ = 1;
+  bool scheduler_settled_ = true;
 };
 
 // PFC pause frames per second of a port paused (or pausing) for pause_share of the time
@@ -275,6 +352,14 @@ double PauseFramesPerSecond(double pause_share, double link_bps);
 // The notification point's CNP rate for a flow whose marked packets arrive at
 // marks_per_s: m / (1 + m·τ), at most one per τ.
 double CnpsPerSecond(double marks_per_s, double cnp_interval_s);
+
+// What a port of `capacity_bps` gives each of its traffic classes `tcs` (distinct) that
+// need `need_bps` (infinite: all it can get) under `scheduler`: strict TCs first (higher
+// first), then ETS by weight, work-conserving. What no class needs goes to every class
+// (the port's own capacity still bounds their sum in the solve).
+std::vector<double> ScheduleClasses(const PortScheduler& scheduler, double capacity_bps,
+                                    const std::vector<int>& tcs,
+                                    const std::vector<double>& need_bps);
 
 }  // namespace weft::sim
 

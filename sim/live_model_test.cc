@@ -378,6 +378,21 @@ TEST(LiveModelPfcTest, PauseStormSpreadsUpstreamToVictimsSharingAPortAndClearsEx
   EXPECT_EQ(Rates(model), before);
 }
 
+TEST(LiveModelPfcTest, PausesHoldThePfcPriorityOnlyNotAVictimOnAnotherClass) {
+  // As above, but the victim sends on priority 0: PFC pauses are per priority, so the
+  // pauses its port passes upstream do not hold it; a priority-0 flow into the storming
+  // NIC is not paused either.
+  LiveModel model = MakeFaultModel(FaultRacks(4, 1), {{2, 0, 1}, {.src_nic = 3, .dst_nic = 1,
+                                                                  .udp_src_port = 2,
+                                                                  .priority = 0}});
+  ASSERT_TRUE(model.SetPauseStorm(0, 0.9).ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 10e9, 1e3);
+  EXPECT_NEAR(model.flows()[1].rate_bps, 100e9, 1);
+  ASSERT_TRUE(model.SetFlows({{.src_nic = 2, .dst_nic = 0, .udp_src_port = 1, .priority = 0}})
+                  .ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 100e9, 1);
+}
+
 TEST(LiveModelPfcTest, AStormThatTheArrivalFitsPausesNobodyUpstream) {
   // 5 Gb/s toward a NIC that pauses 90 % of the time fits in its 10 Gb/s: no backlog, no Xoff.
   LiveModel model = MakeFaultModel(FaultRacks(2, 1), {{2, 0, 1, 5e9}, {3, 1, 2}});
@@ -452,5 +467,189 @@ TEST(LiveModelFaultTest, RefusesUnknownIdsAndValuesNamingTheRange) {
   EXPECT_EQ(Rates(model), before);
 }
 
+
+// Scheduling between traffic classes. Two racks of 4 single-NIC nodes at 100 Gb/s, one
+// 100 Gb/s ToR uplink each: NIC 0 sends on one priority, NICs 1..3 on another, each to
+// its own NIC in the other rack, so the four flows meet only at rack 0's uplink. Without
+// classes max-min gives 25 Gb/s each; the schedulers make the split a matter of classes.
+constexpr int kStorage = 0;  // priority 0 -> TC 0
+constexpr int kCnp = 6;      // priority 6 -> TC 6
+
+// The recipe's switch DCB: priority 3 -> TC 3 and 6 -> TC 6, the rest TC 0; TC 0 and 3 ETS
+// by `weight0`/`weight3`, TC 6 strict.
+PortScheduler RecipeScheduler(double weight0, double weight3) {
+  PortScheduler s;
+  s.priority_to_tc = {0, 0, 0, 3, 0, 0, 6, 0};
+  s.tsa[6] = Tsa::kStrict;
+  s.weight = {weight0, 0, 0, weight3, 0, 0, 0, 0};
+  return s;
+}
+
+struct ClassScenario {
+  LiveModel model;
+  int uplink;  // rack 0's ToR uplink
+};
+
+// NIC 0 on `priority0` (demand `demand0`), NICs 1..3 on priority 0, every port running
+// `scheduler`.
+ClassScenario MakeClassScenario(const PortScheduler& scheduler, int priority0,
+                                double demand0 = kAsFastAsAllowed) {
+  LiveModel model =
+      LiveModel::Create(BuildLeafSpine(Racks(2, 4, 100e9)).value(), Conext16()).value();
+  EXPECT_TRUE(model
+                  .SetPortSchedulers(std::vector<PortScheduler>(model.fabric().links().size(),
+                                                                scheduler))
+                  .ok());
+  std::vector<FlowSpec> flows = {{.src_nic = 0, .dst_nic = 4, .udp_src_port = 1,
+                                  .demand_bps = demand0, .priority = priority0}};
+  for (int i = 1; i < 4; ++i) {
+    flows.push_back({.src_nic = i, .dst_nic = 4 + i, .udp_src_port = 1, .priority = kStorage});
+  }
+  EXPECT_TRUE(model.SetFlows(std::move(flows)).ok());
+  const int uplink = model.flows()[0].path[1];
+  return {std::move(model), uplink};
+}
+
+TEST(LiveModelSchedulerTest, WithoutClassesTheFlowsShareMaxMin) {
+  // The default scheduler (and the recipe's when every flow is on one class) is max-min.
+  for (const PortScheduler& s : {PortScheduler(), RecipeScheduler(50, 50)}) {
+    const ClassScenario c = MakeClassScenario(s, kStorage);
+    for (const FlowState& flow : c.model.flows()) EXPECT_NEAR(flow.rate_bps, 25e9, 1);
+    EXPECT_EQ(c.model.scheduler_passes(), 1);
+  }
+}
+
+TEST(LiveModelSchedulerTest, EtsFiftyFiftyGivesEachBackloggedClassHalf) {
+  const ClassScenario c = MakeClassScenario(RecipeScheduler(50, 50), kLosslessPriority);
+  EXPECT_NEAR(c.model.flows()[0].rate_bps, 50e9, 1);
+  for (int f = 1; f < 4; ++f) EXPECT_NEAR(c.model.flows()[f].rate_bps, 50e9 / 3, 1);
+  const PortState& port = c.model.ports()[c.uplink];
+  EXPECT_NEAR(port.class_rate_bps[3], 50e9, 1);
+  EXPECT_NEAR(port.class_rate_bps[0], 50e9, 1);
+  EXPECT_TRUE(c.model.scheduler_settled());
+  // DCQCN holds the RoCE flow back in its class: the fixed point of 1 flow on 50 Gb/s, at
+  // the port that froze it (the uplink or, at the same level, the spine's port toward
+  // rack 1: ties between equal switch ports fall as the heap has them, as without classes).
+  const PortState& held = c.model.ports()[c.model.flows()[0].bottleneck_link];
+  EXPECT_TRUE(held.congested);
+  DcqcnParams half = Conext16();
+  half.capacity_bps = 50e9;
+  EXPECT_NEAR(held.queue_bytes, ClosedFormFixedPoint(half, 1).value().queue_bytes, 1e-6);
+  EXPECT_GT(c.model.flows()[0].mark_probability, 0);
+  EXPECT_EQ(c.model.flows()[1].mark_probability, 0);
+}
+
+TEST(LiveModelSchedulerTest, WeightsSeventyThirtySplitSeventyThirty) {
+  const ClassScenario c = MakeClassScenario(RecipeScheduler(30, 70), kLosslessPriority);
+  EXPECT_NEAR(c.model.ports()[c.uplink].class_rate_bps[3], 70e9, 1);
+  EXPECT_NEAR(c.model.ports()[c.uplink].class_rate_bps[0], 30e9, 1);
+  // And the other way round.
+  const ClassScenario d = MakeClassScenario(RecipeScheduler(70, 30), kLosslessPriority);
+  EXPECT_NEAR(d.model.ports()[d.uplink].class_rate_bps[3], 30e9, 1);
+  EXPECT_NEAR(d.model.ports()[d.uplink].class_rate_bps[0], 70e9, 1);
+}
+
+TEST(LiveModelSchedulerTest, AClassNeedingLessLeavesTheRestToTheOthers) {
+  // RoCE wants 10 Gb/s of its 50: storage gets the other 90 (work-conserving).
+  const ClassScenario c = MakeClassScenario(RecipeScheduler(50, 50), kLosslessPriority, 10e9);
+  EXPECT_NEAR(c.model.flows()[0].rate_bps, 10e9, 1);
+  for (int f = 1; f < 4; ++f) EXPECT_NEAR(c.model.flows()[f].rate_bps, 30e9, 1);
+  EXPECT_TRUE(c.model.scheduler_settled());
+}
+
+TEST(LiveModelSchedulerTest, AClassLimitedElsewhereLeavesTheRestToo) {
+  // NIC 0's flow shares its destination's downlink with an intra-rack flow (NIC 5 -> 4,
+  // also RoCE): it can use 50 Gb/s there, under its 70 % share of the uplink; storage
+  // takes the other 50 at the uplink. Takes more than one pass.
+  LiveModel model =
+      LiveModel::Create(BuildLeafSpine(Racks(2, 4, 100e9)).value(), Conext16()).value();
+  ASSERT_TRUE(model
+                  .SetPortSchedulers(std::vector<PortScheduler>(model.fabric().links().size(),
+                                                                RecipeScheduler(30, 70)))
+                  .ok());
+  ASSERT_TRUE(model
+                  .SetFlows({{.src_nic = 0, .dst_nic = 4, .udp_src_port = 1},
+                             {.src_nic = 1, .dst_nic = 6, .udp_src_port = 1, .priority = 0},
+                             {.src_nic = 5, .dst_nic = 4, .udp_src_port = 1}})
+                  .ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 50e9, 1);
+  EXPECT_NEAR(model.flows()[1].rate_bps, 50e9, 1);
+  EXPECT_NEAR(model.flows()[2].rate_bps, 50e9, 1);
+  EXPECT_GT(model.scheduler_passes(), 1);
+  EXPECT_TRUE(model.scheduler_settled());
+}
+
+TEST(LiveModelSchedulerTest, AStrictClassTakesWhatItNeedsFirst) {
+  // CNP-like traffic on strict TC 6 wanting 30 Gb/s: it gets them, the three storage flows
+  // the 70 left (ETS has only them).
+  const ClassScenario c = MakeClassScenario(RecipeScheduler(50, 50), kCnp, 30e9);
+  EXPECT_NEAR(c.model.flows()[0].rate_bps, 30e9, 1);
+  for (int f = 1; f < 4; ++f) EXPECT_NEAR(c.model.flows()[f].rate_bps, 70e9 / 3, 1);
+  // Backlogged, a strict class takes the whole port: ETS classes starve.
+  const ClassScenario d = MakeClassScenario(RecipeScheduler(50, 50), kCnp);
+  EXPECT_NEAR(d.model.flows()[0].rate_bps, 100e9, 1);
+  for (int f = 1; f < 4; ++f) EXPECT_NEAR(d.model.flows()[f].rate_bps, 0, 1);
+}
+
+TEST(LiveModelSchedulerTest, ANicUplinkSchedulesItsOwnClasses) {
+  // One NIC sends a RoCE and a storage flow into the other rack: its own uplink (not the
+  // ToR's) is the 100 Gb/s they share, 70/30 by its scheduler.
+  LeafSpineOptions o = Racks(2, 2, 100e9);
+  o.oversubscription = 1;
+  LiveModel model = LiveModel::Create(BuildLeafSpine(o).value(), Conext16()).value();
+  std::vector<PortScheduler> schedulers(model.fabric().links().size());
+  schedulers[model.fabric().nics()[0].uplink] = RecipeScheduler(30, 70);
+  ASSERT_TRUE(model.SetPortSchedulers(schedulers).ok());
+  ASSERT_TRUE(model
+                  .SetFlows({{.src_nic = 0, .dst_nic = 2, .udp_src_port = 1},
+                             {.src_nic = 0, .dst_nic = 3, .udp_src_port = 1, .priority = 0}})
+                  .ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 70e9, 1);
+  EXPECT_NEAR(model.flows()[1].rate_bps, 30e9, 1);
+  // The NIC's port is not a switch queue: nothing is marked.
+  EXPECT_FALSE(model.nic_port(0).congested);
+  // To one destination the two fill its ToR port exactly: the NIC holds them, no queue.
+  ASSERT_TRUE(model
+                  .SetFlows({{.src_nic = 0, .dst_nic = 2, .udp_src_port = 1},
+                             {.src_nic = 0, .dst_nic = 2, .udp_src_port = 2, .priority = 0}})
+                  .ok());
+  EXPECT_NEAR(model.flows()[0].rate_bps, 70e9, 1);
+  EXPECT_NEAR(model.flows()[1].rate_bps, 30e9, 1);
+  const PortState& downlink = model.ports()[model.fabric().nics()[2].downlink];
+  EXPECT_FALSE(downlink.congested);
+  EXPECT_EQ(downlink.queue_bytes, 0);
+}
+
+TEST(LiveModelSchedulerTest, ScheduleClassesWaterFillsByWeight) {
+  const double inf = kAsFastAsAllowed;
+  PortScheduler s = RecipeScheduler(50, 50);
+  s.tsa[1] = Tsa::kEts;  // a zero-weight ETS class gets only what the others leave
+  EXPECT_THAT(ScheduleClasses(s, 100, {0, 3}, {inf, inf}), testing::ElementsAre(50, 50));
+  EXPECT_THAT(ScheduleClasses(s, 100, {0, 3, 1}, {inf, 20, inf}),
+              testing::ElementsAre(80, 20, 0));
+  EXPECT_THAT(ScheduleClasses(s, 100, {0, 3, 1}, {30, 20, inf}),
+              testing::ElementsAre(30, 20, 50));
+  EXPECT_THAT(ScheduleClasses(s, 100, {6, 0, 3}, {10, inf, inf}),
+              testing::ElementsAre(10, 45, 45));
+  // Nobody held back: each may use what the others leave.
+  EXPECT_THAT(ScheduleClasses(s, 100, {0, 3}, {10, 20}), testing::ElementsAre(80, 90));
+}
+
+TEST(LiveModelSchedulerTest, RefusesBadSchedulersAndPriorities) {
+  LiveModel model = LiveModel::Create(BuildLeafSpine(Racks(1, 2, 40e9)).value(), Conext16()).value();
+  EXPECT_THAT(model.SetPortSchedulers(std::vector<PortScheduler>(1)).message(),
+              HasSubstr("accepted 0 or one per link"));
+  std::vector<PortScheduler> bad(model.fabric().links().size());
+  bad[1].priority_to_tc[2] = 8;
+  EXPECT_THAT(model.SetPortSchedulers(bad).message(),
+              AllOf(HasSubstr("per_link[1].priority_to_tc[2] = 8"), HasSubstr("[0, 7]")));
+  bad[1].priority_to_tc[2] = 0;
+  bad[0].weight[3] = -1;
+  EXPECT_THAT(model.SetPortSchedulers(bad).message(), HasSubstr("per_link[0].weight[3] = -1"));
+  EXPECT_THAT(model.SetFlows({{.src_nic = 1, .dst_nic = 0, .priority = 8}}).message(),
+              AllOf(HasSubstr("flows[0].priority = 8"), HasSubstr("[0, 7]")));
+}
+
 }  // namespace
+
 }  // namespace weft::sim

@@ -89,6 +89,9 @@ absl::StatusOr<std::vector<JobPhase>> BuildJobPhases(const Fabric& fabric,
   if (!(job.host_bps_per_node > 0)) {
     return OutOfRange(job, "host_bps_per_node", job.host_bps_per_node, "(0, inf]");
   }
+  if (job.dscp < -1 || job.dscp > 63) {
+    return OutOfRange(job, "dscp", job.dscp, "[0, 63] or -1 (the sender's RoCE DSCP)");
+  }
   const int n = static_cast<int>(job.nodes.size());
   if (n == 0) return OutOfRange(job, "nodes.size()", 0, "at least 1 node");
   if (layout.pipeline_stages < 1 || n % layout.pipeline_stages != 0) {

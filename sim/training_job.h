@@ -89,6 +89,11 @@ struct TrainingJobSpec {
   // (FlowSpec::demand_bps); > 0. Infinite (the default): the NIC moves the bytes (RoCE),
   // no host cap.
   double host_bps_per_node = kAsFastAsAllowed;
+  // The DSCP its flows carry, [0, 63]; -1 (the default): each sender's RoCE DSCP. Only the
+  // twin (sim/twin.h) maps it, by the sender's DSCP table, to a priority and so a traffic
+  // class (e.g. a storage job on DSCP 10 -> priority 1 -> TC 0 under the recipe);
+  // TrainingRun has no NIC tables and keeps every flow on the RoCE priority.
+  int dscp = -1;
 };
 
 enum class PhaseKind { kAllToAll, kPipelineSendRecv, kAllReduce };

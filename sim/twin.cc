@@ -332,6 +332,7 @@ struct Twin::State {
   bool flows_dirty = true;
   bool rates_dirty = true;
   int solves = 0;  // model.SetFlows calls (route, max-min, fixed points)
+  NodeQos switch_qos;  // every switch port's DCB (its priority_to_tc, tc_tsa, tc_bandwidth_percent)
 
   State(TwinTopology t, const DcqcnParams& p, LiveModel m)
       : topology(std::move(t)), params(p), model(std::move(m)) {}
@@ -341,6 +342,7 @@ struct Twin::State {
   absl::Status Refresh();
   absl::Status SetFlows();
   void PushNicParams();
+  void PushSchedulers();
   void ComputeRates();
   void AddFlowRates(int f, double loss, double goodput_share);
   void AddPauseRates(int nic);
@@ -423,6 +425,8 @@ absl::StatusOr<Twin> Twin::Create(TwinTopology topology, const DcqcnParams& para
     s.cable_by_name[name] = k;
     s.cable_names.push_back(std::move(name));
   }
+  s.switch_qos = RecipeQos();
+  s.PushSchedulers();
   RETURN_IF_ERROR(s.Refresh());
   return twin;
 }
@@ -502,7 +506,8 @@ absl::Status Twin::State::SetFlows() {
     for (FlowSpec flow : job.phases[job.progress.stage - 1].flows) {
       const NicState& src = nics[flow.src_nic];
       const NicState& dst = nics[flow.dst_nic];
-      const uint32_t dscp = src.RoceDscp();
+      const uint32_t dscp = job.spec.dscp >= 0 ? static_cast<uint32_t>(job.spec.dscp)
+                                               : src.RoceDscp();
       const uint32_t src_priority = PriorityOfDscp(src.qos, dscp);
       const uint32_t dst_priority = PriorityOfDscp(dst.qos, dscp);
       const uint32_t cnp_priority = dst.CnpPriority();
@@ -512,6 +517,7 @@ absl::Status Twin::State::SetFlows() {
                         .cnps_lossy = cnp_priority == dst_priority &&
                                       !(dst.Pfc(cnp_priority) && src.Pfc(cnp_priority))};
       flow.congestion_controlled = c.reaction_point && c.notification_point;
+      flow.priority = static_cast<int>(src_priority);
       flow_classes.push_back(c);
       flows.push_back(flow);
     }
@@ -536,6 +542,40 @@ void Twin::State::PushNicParams() {
   if (sets.size() == 1) set_of_nic.clear();  // every NIC runs the Create params
   // Valid: MapCcParams validated every set on the same switch side.
   model.SetNicParams(std::move(sets), std::move(set_of_nic)).IgnoreError();
+  rates_dirty = true;
+}
+
+namespace {
+
+// A DCB port's scheduler from its QoS: TSA_STRICT is strict, every other TSA (ETS, and
+// CBS or vendor, which the model does not have) shares by tc_bandwidth_percent. Without
+// the DCB part: the default scheduler (one class).
+PortScheduler SchedulerOf(const NodeQos& qos) {
+  PortScheduler scheduler;
+  if (qos.priority_to_tc_size() != kNumPriorities || qos.tc_tsa_size() != kNumTrafficClasses ||
+      qos.tc_bandwidth_percent_size() != kNumTrafficClasses) {
+    return scheduler;
+  }
+  for (int i = 0; i < kNumPriorities; ++i) {
+    scheduler.priority_to_tc[i] = static_cast<int>(qos.priority_to_tc(i));
+    scheduler.tsa[i] = qos.tc_tsa(i) == weft::v1::TSA_STRICT ? Tsa::kStrict : Tsa::kEts;
+    scheduler.weight[i] = qos.tc_bandwidth_percent(i);
+  }
+  return scheduler;
+}
+
+}  // namespace
+
+// A NIC's uplink runs the NIC's own DCB; every switch port the fabric-wide switch DCB.
+void Twin::State::PushSchedulers() {
+  const std::vector<Link>& links = topology.fabric.links();
+  const PortScheduler at_switch = SchedulerOf(switch_qos);
+  std::vector<PortScheduler> per_link(links.size(), at_switch);
+  for (size_t k = 0; k < links.size(); ++k) {
+    if (links[k].from.kind == Vertex::Kind::kNic) per_link[k] = SchedulerOf(nics[links[k].from.id].qos);
+  }
+  // Valid: ValidateNodeQos checked every TC and share.
+  model.SetPortSchedulers(std::move(per_link)).IgnoreError();
   rates_dirty = true;
 }
 
@@ -947,6 +987,28 @@ absl::StatusOr<weft::v1::NicTunablesReading> Twin::NicTunables(int nic) const {
   return reading;
 }
 
+const NodeQos& Twin::switch_qos() const { return state_->switch_qos; }
+
+absl::Status Twin::SetSwitchQos(const NodeQos& qos) {
+  if (qos.priority_to_tc_size() != kNumPriorities || qos.tc_tsa_size() != kNumTrafficClasses ||
+      qos.tc_bandwidth_percent_size() != kNumTrafficClasses) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "switch QoS: priority_to_tc, tc_tsa, tc_bandwidth_percent have ",
+        qos.priority_to_tc_size(), ", ", qos.tc_tsa_size(), ", ", qos.tc_bandwidth_percent_size(),
+        " entries: accepted 8 each"));
+  }
+  std::vector<weft::v1::ParameterError> errors = ValidateNodeQos(qos);
+  if (!errors.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "switch QoS: ", FormatParameterError(errors.front()),
+        errors.size() > 1 ? absl::StrCat(" (and ", errors.size() - 1, " more)") : ""));
+  }
+  State& s = *state_;
+  s.switch_qos = qos;
+  s.PushSchedulers();
+  return s.Refresh();
+}
+
 absl::Status Twin::SetNicTunables(int nic, const weft::v1::NodeQos& qos,
                                   const weft::v1::DcqcnParams& dcqcn) {
   State& s = *state_;
@@ -984,6 +1046,7 @@ absl::Status Twin::SetNicTunables(int nic, const weft::v1::NodeQos& qos,
           PriorityMask(current.cc.np_enabled_priorities());
   current = std::move(next);
   if (new_params) s.PushNicParams();
+  if (!same_qos) s.PushSchedulers();
   // PFC, reaction and notification points decide the flows' classes.
   s.flows_dirty |= !same_classes;
   s.rates_dirty = true;

@@ -63,6 +63,18 @@
 // over the flow's cables, and gray loss drops CNPs like any packet: rp_cnp_handled falls
 // below the peer's np_cnp_sent (the rates do not feel the lost CNPs).
 //
+// Traffic classes (LiveModel's schedulers): a job's flows carry its dscp
+// (TrainingJobSpec::dscp; by default the sender's RoCE DSCP), which the sender maps to a
+// priority by its DSCP table as above; the flow keeps that priority across the fabric (the
+// switches are taken to classify as the sender does: the recipe's tables agree). Each
+// NIC's uplink schedules by the NIC's own DCB (priority_to_tc, tc_tsa,
+// tc_bandwidth_percent), every switch port by the fabric-wide switch DCB (SetSwitchQos;
+// the recipe's at Create), so a storage job on its own class and a training job share an
+// oversubscribed port by the switch's ETS weights. Only the RoCE priority 3 is modelled
+// with DCQCN and PFC; a job on another priority without PFC gets the loss above where its
+// port is congested (the port's whole offered load counts: classes are not separated
+// there yet).
+//
 // Faults (InjectFault): a cable down, gray loss on a cable (both directions), a flapping
 // cable (down for the first half of each period from its injection; Advance stops at every
 // edge), a NIC storming PFC pauses, a degraded cable, a dead node (its flows get rate 0, its
@@ -229,6 +241,13 @@ class Twin {
   absl::StatusOr<weft::v1::NicTunablesReading> NicTunables(int nic) const;
   absl::Status SetNicTunables(int nic, const weft::v1::NodeQos& qos,
                               const weft::v1::DcqcnParams& dcqcn);
+
+  // The DCB every switch egress port schedules by (priority_to_tc, tc_tsa,
+  // tc_bandwidth_percent; the rest is not used): the recipe's at Create (TC 3 and TC 0 ETS
+  // 50 % each, TC 6 strict). Refuses (InvalidArgument naming the field and the range) a
+  // QoS ValidateNodeQos refuses or one without those three lists; solves again.
+  absl::Status SetSwitchQos(const weft::v1::NodeQos& qos);
+  const weft::v1::NodeQos& switch_qos() const;
 
   // Faults; the model is solved again at once. InjectFault refuses an unknown id or a
   // value out of range (InvalidArgument naming both and the range) and returns the fault

@@ -26,6 +26,7 @@ namespace weft::sim {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -677,27 +678,106 @@ TEST(TwinFaultTest, RefusesUnknownIdsAndValuesNamingTheRange) {
 // --- Cost -------------------------------------------------------------------------------
 
 TEST(TwinCostTest, TheDemoClusterAdvancesATenthOfASecondInWellUnderTenMs) {
-  Twin twin = Twin::Create(BuildTwinTopology(DemoRacks(4, 8, 2), TwinFabricOptions()).value(),
-                           DcqcnParams())
-                  .value();
-  // Five jobs over the 32 nodes, some spanning racks.
-  const std::vector<std::vector<int>> placements = {
-      {0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 16, 17}, {18, 19, 20, 21, 24, 25},
-      {26, 27, 28, 29, 30, 31}};
-  for (size_t j = 0; j < placements.size(); ++j) {
-    TrainingJobSpec job = RingJob(absl::StrCat("job", j), placements[j], 0.2 + 0.05 * j);
-    job.model.parameters = 7e9;
-    ASSERT_TRUE(twin.StartJob(job).ok());
+  // Once with every job on RoCE, once with one of the two cross-rack jobs on a storage
+  // DSCP (TC 0 against the other's TC 3 on the spine ports: the schedulers' passes).
+  for (const bool storage : {false, true}) {
+    Twin twin = Twin::Create(BuildTwinTopology(DemoRacks(4, 8, 2), TwinFabricOptions()).value(),
+                             DcqcnParams())
+                    .value();
+    // Five jobs over the 32 nodes, some spanning racks.
+    const std::vector<std::vector<int>> placements = {
+        {0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 16, 17}, {18, 19, 20, 21, 24, 25},
+        {26, 27, 28, 29, 30, 31}};
+    for (size_t j = 0; j < placements.size(); ++j) {
+      TrainingJobSpec job = RingJob(absl::StrCat("job", j), placements[j], 0.2 + 0.05 * j);
+      job.model.parameters = 7e9;
+      if (storage && j == 3) job.dscp = 10;
+      ASSERT_TRUE(twin.StartJob(job).ok());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    constexpr int kCalls = 100;
+    int most_passes = 0;
+    bool classes_met = false;  // at some port, while solved
+    for (int i = 0; i < kCalls; ++i) {
+      ASSERT_TRUE(twin.Advance(0.1).ok());
+      most_passes = std::max(most_passes, twin.model().scheduler_passes());
+      for (const PortState& port : twin.model().ports()) {
+        classes_met |= port.class_rate_bps[0] > 0 && port.class_rate_bps[3] > 0;
+      }
+    }
+    const double ms_per_call = std::chrono::duration<double, std::milli>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count() /
+                               kCalls;
+    std::cout << "demo (32 nodes x 8 NICs, 5 jobs" << (storage ? ", 1 on a storage class" : "")
+              << "): " << ms_per_call << " ms per Advance(0.1), scheduler passes at most "
+              << most_passes << "\n";
+    for (const TwinJobStatus& job : twin.jobs()) EXPECT_GT(job.iterations_done, 0) << job.name;
+    EXPECT_LT(ms_per_call, 10);
+    EXPECT_EQ(classes_met, storage);
   }
-  const auto start = std::chrono::steady_clock::now();
-  constexpr int kCalls = 100;
-  for (int i = 0; i < kCalls; ++i) ASSERT_TRUE(twin.Advance(0.1).ok());
-  const double ms_per_call =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-      kCalls;
-  std::cout << "demo (32 nodes x 8 NICs, 5 jobs): " << ms_per_call << " ms per Advance(0.1)\n";
-  for (const TwinJobStatus& job : twin.jobs()) EXPECT_GT(job.iterations_done, 0) << job.name;
-  EXPECT_LT(ms_per_call, 10);
+}
+
+// --- Traffic classes ----------------------------------------------------------------------
+
+// A training job (RoCE, TC 3) with one flow up rack-a's 50 Gb/s uplink and a storage job on
+// DSCP 10 (-> priority 1 -> TC 0 by the recipe's tables) with two: max-min would give each
+// flow a third; the switch's ETS gives each class its weight.
+void StartTrainingAndStorage(Twin* twin) {
+  ASSERT_TRUE(twin->StartJob(RingJob("train", {0, 4})).ok());
+  TrainingJobSpec storage = RingJob("storage", {1, 5, 2, 6});
+  storage.dscp = 10;
+  ASSERT_TRUE(twin->StartJob(storage).ok());
+  ASSERT_TRUE(twin->Advance(1.01).ok());  // both in their all-reduce
+}
+
+TEST(TwinClassTest, AStorageJobOnItsOwnClassGetsTheSwitchsEtsShare) {
+  Twin twin = SmallTwin();
+  StartTrainingAndStorage(&twin);
+  const PortState& uplink = UplinkPort(twin);
+  EXPECT_NEAR(uplink.class_rate_bps[3], 25e9, 1e3);  // recipe: TC 3 50 %, TC 0 50 %
+  EXPECT_NEAR(uplink.class_rate_bps[0], 25e9, 1e3);
+  EXPECT_EQ(uplink.class_rate_bps[1], 0);  // priority 1 rides TC 0
+  // The switch's weights move the split: TC 0 70 %, TC 3 30 %.
+  weft::v1::NodeQos qos = RecipeQos();
+  qos.set_tc_bandwidth_percent(0, 70);
+  qos.set_tc_bandwidth_percent(3, 30);
+  ASSERT_TRUE(twin.SetSwitchQos(qos).ok());
+  EXPECT_NEAR(UplinkPort(twin).class_rate_bps[3], 15e9, 1e3);
+  EXPECT_NEAR(UplinkPort(twin).class_rate_bps[0], 35e9, 1e3);
+  EXPECT_EQ(twin.switch_qos().tc_bandwidth_percent(0), 70u);
+  // The storage senders' own DSCP table moves it: DSCP 10 -> priority 3 puts storage in
+  // TC 3 with the training flow, and the three share max-min.
+  weft::v1::NodeQos nic_qos = RecipeQos();
+  (*nic_qos.mutable_dscp_to_priority())[10] = 3;
+  for (int nic : {1, 2, 5, 6}) ASSERT_TRUE(twin.SetNicTunables(nic, nic_qos, {}).ok());
+  EXPECT_NEAR(UplinkPort(twin).class_rate_bps[3], 50e9, 1e3);
+  for (double rate : FlowRates(twin)) EXPECT_LE(rate, 50e9 / 3 + 1e3);
+}
+
+TEST(TwinClassTest, JobsOnTheRoceDscpShareAsBefore) {
+  // Without a dscp both jobs ride TC 3: one class, max-min (a third each up the uplink).
+  Twin twin = SmallTwin();
+  ASSERT_TRUE(twin.StartJob(RingJob("train", {0, 4})).ok());
+  ASSERT_TRUE(twin.StartJob(RingJob("storage", {1, 5, 2, 6})).ok());
+  ASSERT_TRUE(twin.Advance(1.01).ok());
+  EXPECT_NEAR(UplinkPort(twin).class_rate_bps[3], 50e9, 1e3);
+  EXPECT_EQ(UplinkPort(twin).class_rate_bps[0], 0);
+  EXPECT_EQ(twin.model().scheduler_passes(), 1);
+}
+
+TEST(TwinClassTest, RefusesABadDscpAndSwitchQos) {
+  Twin twin = SmallTwin();
+  TrainingJobSpec job = RingJob("a", {0, 1});
+  job.dscp = 64;
+  EXPECT_THAT(twin.StartJob(job).message(), AllOf(HasSubstr("dscp = 64"), HasSubstr("[0, 63]")));
+  weft::v1::NodeQos qos = RecipeQos();
+  qos.clear_tc_tsa();
+  EXPECT_THAT(twin.SetSwitchQos(qos).message(), HasSubstr("accepted 8 each"));
+  qos = RecipeQos();
+  qos.set_priority_to_tc(2, 9);
+  EXPECT_THAT(twin.SetSwitchQos(qos).message(), HasSubstr("switch QoS"));
+  EXPECT_EQ(twin.switch_qos().priority_to_tc(2), 0u);  // unchanged
 }
 
 }  // namespace
