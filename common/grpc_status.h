@@ -8,12 +8,19 @@
 #define WEFT_COMMON_GRPC_STATUS_H_
 
 #include "absl/status/status.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
 #include "grpcpp/support/status.h"
 
 namespace weft {
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// Ends a callback-API unary call with `status` (converted) on the context's default
+// reactor, which the handler returns: the services' adapters finish every call this way.
+grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
+                                     const absl::Status& status);
 
 }  // namespace weft
 

@@ -5,17 +5,6 @@
 #include "common/grpc_status.h"
 
 namespace weft::fabric {
-namespace {
-
-grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
-                                     const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-}  // namespace
-
 FabricServiceImpl::FabricServiceImpl(TwinHost* twin, JobLister jobs)
     : twin_(twin), jobs_(std::move(jobs)) {}
 

@@ -12,13 +12,6 @@
 namespace weft::controller {
 namespace {
 
-grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
-                                     const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
 absl::Status RequireName(absl::string_view rpc, const std::string& name) {
   if (!name.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(rpc, ": the node name is empty"));

@@ -5,17 +5,6 @@
 #include "common/grpc_status.h"
 
 namespace weft::controller {
-namespace {
-
-grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
-                                     const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-}  // namespace
-
 PlacementServiceImpl::PlacementServiceImpl(PlacementManager* placement)
     : placement_(placement) {}
 

@@ -14,9 +14,7 @@ template <typename T>
 grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
                                      absl::StatusOr<T> result, T* out) {
   if (result.ok()) *out = *std::move(result);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(result.status()));
-  return reactor;
+  return weft::FinishWith(context, result.status());
 }
 
 absl::StatusOr<weft::v1::RolloutResponse> Wrap(absl::StatusOr<weft::v1::Rollout> rollout) {
