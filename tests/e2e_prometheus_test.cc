@@ -31,7 +31,9 @@
 #include "common/testing/temp_dir.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/weft/v1/placement.grpc.pb.h"
 #include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 #include "yaml-cpp/yaml.h"
@@ -52,7 +54,7 @@ using weft::testing::WaitForPort;
 
 constexpr char kStormNode[] = "gpu-b02";
 const char* const kDashboards[] = {"weft-fleet.json", "weft-racks.json", "weft-node.json",
-                                   "weft-rollouts.json"};
+                                   "weft-rollouts.json", "weft-jobs.json"};
 
 std::string FindInPath(const std::string& name) {
   for (absl::string_view dir : absl::StrSplit(std::getenv("PATH"), ':')) {
@@ -121,6 +123,39 @@ class E2ePrometheusTest : public ::testing::Test {
                              .flags = flags});
       }
     }
+  }
+
+  // Places a two-node job through PlacementService once the nodes are healthy and
+  // reports one iteration for it, as a scheduler would, so the jobs dashboard has data.
+  void PlaceAndReportAJob() {
+    auto placement = weft::v1::PlacementService::NewStub(
+        grpc::CreateChannel(cluster_.address(), grpc::InsecureChannelCredentials()));
+    weft::v1::PlacementRequest request;
+    request.set_job_id("e2e-llm");
+    request.set_node_count(2);
+    weft::v1::PlacementResponse placed;
+    grpc::Status status;
+    ASSERT_TRUE(weft::testing::WaitFor(
+        "a two-node placement", absl::Seconds(30),
+        [&](std::string* observed) {
+          grpc::ClientContext context;
+          status = placement->Place(&context, request, &placed);
+          *observed = status.error_message();
+          return status.ok();
+        },
+        absl::Milliseconds(200)));
+    weft::v1::ReportJobProgressRequest report;
+    report.set_reservation_id(placed.reservation_id());
+    weft::v1::JobProgress* progress = report.mutable_progress();
+    progress->set_iterations_done(1);
+    progress->set_iteration_s(0.8);
+    progress->set_first_iteration_s(0.8);
+    progress->set_communication_s(0.3);
+    progress->set_tokens_per_s(1420);
+    weft::v1::ReportJobProgressResponse reported;
+    grpc::ClientContext context;
+    status = placement->ReportJobProgress(&context, report, &reported);
+    ASSERT_TRUE(status.ok()) << status.error_message();
   }
 
   // Writes the file_sd file with weftctl once all six agents registered.
@@ -304,6 +339,7 @@ class E2ePrometheusTest : public ::testing::Test {
 TEST_F(E2ePrometheusTest, DashboardsShowDataAndThePfcStormAlertFiresForTheFaultyNodeOnly) {
   StartCluster();
   WriteTargets();
+  PlaceAndReportAJob();
   StartPrometheus();
   const absl::Time prometheus_started = absl::Now();
   WaitForTargetsUp();

@@ -50,6 +50,12 @@ std::string DescribeOmitted(const std::vector<weft::v1::OmittedNode>& omitted) {
   return text;
 }
 
+absl::flat_hash_set<std::string> LiveJobIds(const std::vector<PlacementResponse>& live) {
+  absl::flat_hash_set<std::string> ids;
+  for (const PlacementResponse& reservation : live) ids.insert(reservation.job_id());
+  return ids;
+}
+
 }  // namespace
 
 PlacementManager::PlacementManager(const Inventory* inventory, const Clock* clock,
@@ -200,10 +206,10 @@ absl::Status PlacementManager::ReportJobProgress(absl::string_view reservation_i
         "ReportJobProgress: the reservation id is empty; Place returns it (reservation_id)");
   }
   const std::vector<PlacementResponse> live = book_.List();
-  const bool held = std::any_of(live.begin(), live.end(), [&](const PlacementResponse& r) {
+  const auto held = std::find_if(live.begin(), live.end(), [&](const PlacementResponse& r) {
     return r.reservation_id() == reservation_id;
   });
-  if (!held) {
+  if (held == live.end()) {
     return absl::NotFoundError(absl::StrCat(
         "ReportJobProgress: no live reservation '", reservation_id,
         "' (never placed, released, or its lease expired); place the job first, or renew "
@@ -211,6 +217,8 @@ absl::Status PlacementManager::ReportJobProgress(absl::string_view reservation_i
   }
   RETURN_IF_ERROR(ValidateJobProgress(progress));
   progress_.Report(reservation_id, progress, clock_->Now());
+  metrics_->JobReported(held->job_id(), progress, held->ring_order_size());
+  metrics_->RetainJobs(LiveJobIds(live));
   return absl::OkStatus();
 }
 
@@ -246,12 +254,11 @@ weft::v1::GetTopologyResponse PlacementManager::GetTopology() const {
 }
 
 void PlacementManager::RefreshGauges() {
-  int64_t reservations = 0, nodes = 0;
-  for (const PlacementResponse& live : book_.List()) {
-    ++reservations;
-    nodes += live.ring_order_size();
-  }
-  metrics_->SetReservations(reservations, nodes);
+  const std::vector<PlacementResponse> live = book_.List();
+  int64_t nodes = 0;
+  for (const PlacementResponse& reservation : live) nodes += reservation.ring_order_size();
+  metrics_->SetReservations(static_cast<int64_t>(live.size()), nodes);
+  metrics_->RetainJobs(LiveJobIds(live));
   if (store_ == nullptr) return;
   const absl::Time now = clock_->Now();
   {

@@ -280,6 +280,56 @@ TEST_F(PlacementManagerTest, LeasesExpireByTheClockAndRenewExtendsThem) {
   EXPECT_EQ(manager_.Renew("", 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(PlacementManagerTest, JobSeriesFollowReportsAndLeaveWithTheReservation) {
+  RegisterSixNodes();
+  PlacementRequest request = Nodes("llm-7b", 2);
+  request.set_lease_ttl_s(60);
+  absl::StatusOr<PlacementResponse> placed = manager_.Place(request);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  absl::StatusOr<PlacementResponse> other = manager_.Place(Nodes("moe", 2));
+  ASSERT_TRUE(other.ok()) << other.status();
+  // No series before a job reports.
+  EXPECT_FALSE(MetricValue(registry_, "weft_job_iteration_seconds", {{"job_id", "llm-7b"}}));
+
+  weft::v1::JobProgress progress;
+  progress.set_iterations_done(12);
+  progress.set_iteration_s(0.84);
+  progress.set_first_iteration_s(0.52);
+  progress.set_communication_s(0.40);
+  progress.set_tokens_per_s(1420);
+  ASSERT_TRUE(manager_.ReportJobProgress(placed->reservation_id(), progress).ok());
+  EXPECT_DOUBLE_EQ(Metric("weft_job_iteration_seconds", {{"job_id", "llm-7b"}}), 0.84);
+  EXPECT_DOUBLE_EQ(Metric("weft_job_first_iteration_seconds", {{"job_id", "llm-7b"}}), 0.52);
+  EXPECT_DOUBLE_EQ(Metric("weft_job_communication_seconds", {{"job_id", "llm-7b"}}), 0.40);
+  EXPECT_DOUBLE_EQ(Metric("weft_job_tokens_per_second", {{"job_id", "llm-7b"}}), 1420);
+  EXPECT_EQ(Metric("weft_job_iterations", {{"job_id", "llm-7b"}}), 12);
+  EXPECT_EQ(Metric("weft_job_nodes", {{"job_id", "llm-7b"}}), 2);
+
+  // A newer report replaces the values; a refused one (bad number) changes nothing.
+  progress.set_iterations_done(13);
+  progress.set_tokens_per_s(2380);
+  ASSERT_TRUE(manager_.ReportJobProgress(placed->reservation_id(), progress).ok());
+  EXPECT_DOUBLE_EQ(Metric("weft_job_tokens_per_second", {{"job_id", "llm-7b"}}), 2380);
+  EXPECT_EQ(Metric("weft_job_iterations", {{"job_id", "llm-7b"}}), 13);
+  weft::v1::JobProgress bad = progress;
+  bad.set_iteration_s(-1);
+  EXPECT_EQ(manager_.ReportJobProgress(placed->reservation_id(), bad).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_DOUBLE_EQ(Metric("weft_job_iteration_seconds", {{"job_id", "llm-7b"}}), 0.84);
+
+  // Released: its series leave; the other job's stay.
+  ASSERT_TRUE(manager_.ReportJobProgress(other->reservation_id(), progress).ok());
+  ASSERT_TRUE(manager_.Release(other->reservation_id()).ok());
+  EXPECT_FALSE(MetricValue(registry_, "weft_job_tokens_per_second", {{"job_id", "moe"}}));
+  EXPECT_EQ(Metric("weft_job_iterations", {{"job_id", "llm-7b"}}), 13);
+
+  // Expired without a call: the series leave at the next refresh.
+  clock_.Advance(absl::Seconds(61));
+  manager_.RefreshGauges();
+  EXPECT_FALSE(MetricValue(registry_, "weft_job_iteration_seconds", {{"job_id", "llm-7b"}}));
+  EXPECT_FALSE(MetricValue(registry_, "weft_job_nodes", {{"job_id", "llm-7b"}}));
+}
+
 TEST_F(PlacementManagerTest, TopologyListsEveryNodeWithARackAndSaysWhichAreLeftOut) {
   RegisterSixNodes();
   Register(MakeNode("lost", "", ""));

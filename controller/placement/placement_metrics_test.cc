@@ -35,5 +35,27 @@ TEST(PlacementMetricsTest, ReservationGauges) {
   EXPECT_EQ(MetricValue(registry, "weft_controller_reserved_nodes"), 7);
 }
 
+TEST(PlacementMetricsTest, JobSeriesAreSetPerJobAndRemovedWhenNotLive) {
+  prometheus::Registry registry;
+  PlacementMetrics metrics(registry);
+  weft::v1::JobProgress progress;
+  progress.set_iteration_s(1.5);
+  progress.set_iterations_done(3);
+  metrics.JobReported("a", progress, 4);
+  progress.set_iteration_s(2.5);
+  metrics.JobReported("b", progress, 8);
+  EXPECT_EQ(MetricValue(registry, "weft_job_iteration_seconds", {{"job_id", "a"}}), 1.5);
+  EXPECT_EQ(MetricValue(registry, "weft_job_iteration_seconds", {{"job_id", "b"}}), 2.5);
+  EXPECT_EQ(MetricValue(registry, "weft_job_nodes", {{"job_id", "b"}}), 8);
+
+  metrics.RetainJobs({"b"});
+  EXPECT_FALSE(MetricValue(registry, "weft_job_iteration_seconds", {{"job_id", "a"}}));
+  EXPECT_FALSE(MetricValue(registry, "weft_job_iterations", {{"job_id", "a"}}));
+  EXPECT_EQ(MetricValue(registry, "weft_job_iterations", {{"job_id", "b"}}), 3);
+  // A job that reports again after leaving gets its series back.
+  metrics.JobReported("a", progress, 4);
+  EXPECT_EQ(MetricValue(registry, "weft_job_iteration_seconds", {{"job_id", "a"}}), 2.5);
+}
+
 }  // namespace
 }  // namespace weft::controller

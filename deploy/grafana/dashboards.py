@@ -5,7 +5,8 @@ The JSON files are what operators import (Dashboards > Import, or provisioning);
 script is their source: edit it, run `python3 deploy/grafana/dashboards.py`, commit
 both. dashboards_test checks the files match it. Every panel queries the Prometheus
 data source chosen in the DS_PROMETHEUS variable; metric names are those of
-controller/inventory/controller_metrics.h, controller/rollout/rollout_metrics.h, agent/agent_metrics.h.
+controller/inventory/controller_metrics.h, controller/placement/placement_metrics.h,
+controller/rollout/rollout_metrics.h, agent/agent_metrics.h.
 """
 import json
 import os
@@ -245,8 +246,43 @@ def rollouts():
     return d
 
 
+def jobs():
+    d = Dashboard("weft-jobs", "Weft / Jobs",
+                  "Placed training jobs as they report themselves (ReportJobProgress): "
+                  "iteration time against the job's own first iteration, throughput and "
+                  "the share of each iteration spent communicating.",
+                  [query_var("job_id", "Job", "label_values(weft_job_iterations, job_id)")])
+    sel = '{job_id=~"$job_id"}'
+    d.panel("stat", "Jobs reporting", [("count(weft_job_iterations)", "jobs")], w=8, h=5)
+    d.panel("stat", "Nodes held by reporting jobs", [("sum(weft_job_nodes)", "nodes")],
+            w=8, h=5)
+    d.panel("stat", "Slowest job against its first iteration",
+            [("max(weft_job_iteration_seconds / weft_job_first_iteration_seconds)", "worst")],
+            unit="x", w=8, h=5,
+            description="1.0: as fast as when it started; a PFC storm or a congested "
+                        "uplink on its paths shows here first.")
+    d.panel("timeseries", "Iteration time",
+            [(f"weft_job_iteration_seconds{sel}", "{{job_id}}")], unit="s")
+    d.panel("timeseries", "Slowdown against the first iteration",
+            [(f"weft_job_iteration_seconds{sel} / weft_job_first_iteration_seconds{sel}",
+              "{{job_id}}")], unit="x")
+    d.panel("timeseries", "Tokens per second",
+            [(f"weft_job_tokens_per_second{sel}", "{{job_id}}")], unit="short")
+    d.panel("timeseries", "Communication share of the iteration",
+            [(f"weft_job_communication_seconds{sel} / weft_job_iteration_seconds{sel}",
+              "{{job_id}}")], unit="percentunit",
+            description="Time in collectives and sends over the iteration time; the rest "
+                        "is compute.")
+    d.panel("timeseries", "Iterations per minute",
+            [(f"rate(weft_job_iterations{sel}[{RATE}]) * 60", "{{job_id}}")], unit="short",
+            description="Drops to 0 when a job stops; restarts from 0 when it is placed "
+                        "again.")
+    d.panel("bargauge", "Nodes per job", [(f"weft_job_nodes{sel}", "{{job_id}}")], unit="short")
+    return d
+
+
 DASHBOARDS = {"weft-fleet.json": fleet, "weft-racks.json": racks,
-              "weft-node.json": node, "weft-rollouts.json": rollouts}
+              "weft-node.json": node, "weft-rollouts.json": rollouts, "weft-jobs.json": jobs}
 
 
 def render(build):
