@@ -120,11 +120,14 @@ JobGenerator::JobGenerator(std::vector<weft::v1::FabricJobConfig> jobs, TwinHost
       clock_(clock),
       rpc_timeout_(rpc_timeout),
       cluster_deadline_(clock->Now() + cluster_grace) {
+  absl::MutexLock round(&round_mu_);
   for (weft::v1::FabricJobConfig& config : jobs) {
     Running& job = jobs_.emplace_back();
     job.config = std::move(config);
     job.state = "waiting for placement";
   }
+  absl::MutexLock lock(&mu_);
+  published_ = jobs_;
 }
 
 void JobGenerator::Configure(grpc::ClientContext* context) const {
@@ -251,7 +254,7 @@ void JobGenerator::ReportAndRenew(Running& job, const std::vector<TwinHost::JobV
 }
 
 void JobGenerator::Check() {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock round(&round_mu_);
   grpc::ClientContext topology_context;
   Configure(&topology_context);
   weft::v1::GetTopologyResponse topology;
@@ -283,13 +286,15 @@ void JobGenerator::Check() {
   for (Running& job : jobs_) {
     if (!job.reservation.reservation_id().empty()) ReportAndRenew(job, views);
   }
+  absl::MutexLock lock(&mu_);
+  published_ = jobs_;
 }
 
 weft::v1::ListFabricJobsResponse JobGenerator::ListJobs() const {
   const std::vector<TwinHost::JobView> views = twin_->Jobs();
   absl::MutexLock lock(&mu_);
   weft::v1::ListFabricJobsResponse response;
-  for (const Running& job : jobs_) {
+  for (const Running& job : published_) {
     weft::v1::FabricJob* out = response.add_jobs();
     const auto view = std::find_if(views.begin(), views.end(), [&](const TwinHost::JobView& v) {
       return v.status.name == job.config.name();

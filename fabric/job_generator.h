@@ -11,7 +11,9 @@
 // the controller, or `cluster_grace` has passed since the generator was made (so jobs are
 // not packed onto the first nodes to come up, nor held back forever by a dead one).
 //
-// Check() does one round; weft-fabric runs it every job_check_interval_ms. Thread-safe.
+// Check() does one round; weft-fabric runs it every job_check_interval_ms. Thread-safe:
+// rounds run one at a time and may wait on the controller (up to rpc_timeout per call);
+// ListJobs never waits for a round, it answers with the state the last round ended in.
 #ifndef WEFT_FABRIC_JOB_GENERATOR_H_
 #define WEFT_FABRIC_JOB_GENERATOR_H_
 
@@ -51,7 +53,7 @@ class JobGenerator {
                absl::Duration cluster_grace = absl::Seconds(30),
                absl::Duration rpc_timeout = absl::Seconds(5));
 
-  void Check() ABSL_LOCKS_EXCLUDED(mu_);
+  void Check() ABSL_LOCKS_EXCLUDED(round_mu_, mu_);
 
   weft::v1::ListFabricJobsResponse ListJobs() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -65,13 +67,13 @@ class JobGenerator {
     std::string state;
   };
 
-  void PlaceIfWaiting(Running& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PlaceIfWaiting(Running& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
   // Why a running job must be placed again ("" when it need not).
   std::string ReasonToReplace(const Running& job, const weft::v1::ClusterSnapshot& snapshot,
                               const weft::v1::ListReservationsResponse& reservations) const;
-  void Unplace(Running& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Unplace(Running& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
   void ReportAndRenew(Running& job, const std::vector<TwinHost::JobView>& views)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
   void Configure(grpc::ClientContext* context) const;
   // "" once placement may start; else why not yet.
   std::string WaitingForCluster(const weft::v1::ClusterSnapshot& snapshot) const;
@@ -81,8 +83,12 @@ class JobGenerator {
   const Clock* const clock_;
   const absl::Duration rpc_timeout_;
   const absl::Time cluster_deadline_;
+  // Held for a whole round, calls to the controller included.
+  absl::Mutex round_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::vector<Running> jobs_ ABSL_GUARDED_BY(round_mu_);
+  // What ListJobs shows: jobs_ as the last round left it.
   mutable absl::Mutex mu_;
-  std::vector<Running> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<Running> published_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::fabric

@@ -1,13 +1,16 @@
 #include "fabric/job_generator.h"
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/fake_clock.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
@@ -75,6 +78,10 @@ class TestPlacementService final : public weft::v1::PlacementService::Service {
   }
   grpc::Status GetTopology(grpc::ServerContext*, const weft::v1::GetTopologyRequest*,
                            weft::v1::GetTopologyResponse* response) override {
+    if (absl::Notification* entered = hold_entered_.exchange(nullptr)) {
+      entered->Notify();
+      hold_release_->WaitForNotification();
+    }
     absl::MutexLock lock(&mu_);
     for (const std::string& name : nodes_) {
       weft::v1::SnapshotNode* node = response->mutable_snapshot()->add_nodes();
@@ -91,6 +98,11 @@ class TestPlacementService final : public weft::v1::PlacementService::Service {
     return grpc::Status::OK;
   }
 
+  // The next GetTopology notifies `entered`, then answers only after `release`.
+  void HoldNextTopology(absl::Notification* entered, absl::Notification* release) {
+    hold_release_ = release;
+    hold_entered_ = entered;
+  }
   void Drain(const std::string& node) {
     absl::MutexLock lock(&mu_);
     drained_.insert(node);
@@ -114,6 +126,9 @@ class TestPlacementService final : public weft::v1::PlacementService::Service {
 
  private:
   const std::vector<std::string> nodes_;
+  // Set before the call they hold is made (HoldNextTopology), read by one handler.
+  std::atomic<absl::Notification*> hold_entered_ = nullptr;
+  absl::Notification* hold_release_ = nullptr;
   absl::Mutex mu_;
   bool refuse_ ABSL_GUARDED_BY(mu_) = false;
   int reservations_ ABSL_GUARDED_BY(mu_) = 0;
@@ -198,6 +213,32 @@ TEST_F(JobGeneratorTest, PlacesTheJobRunsItOnTheReservedNodesAndReportsIteration
   EXPECT_EQ(listed.jobs(0).state(), "running");
   EXPECT_EQ(listed.jobs(0).placements(), 1u);
   EXPECT_EQ(listed.jobs(0).pattern(), "ring all-reduce");
+}
+
+TEST_F(JobGeneratorTest, ListJobsAnswersWhileARoundWaitsOnTheController) {
+  generator_->Check();
+  const weft::v1::ListFabricJobsResponse before = generator_->ListJobs();
+  ASSERT_EQ(before.jobs_size(), 1);
+  ASSERT_FALSE(before.jobs(0).reservation_id().empty());
+
+  absl::Notification entered, release, listed;
+  service_.HoldNextTopology(&entered, &release);
+  std::thread round([&] { generator_->Check(); });
+  entered.WaitForNotification();
+  // The round is inside GetTopology; ListJobs must not wait for it.
+  weft::v1::ListFabricJobsResponse during;
+  std::thread reader([&] {
+    during = generator_->ListJobs();
+    listed.Notify();
+  });
+  const bool answered = listed.WaitForNotificationWithTimeout(absl::Seconds(10));
+  release.Notify();
+  round.join();
+  reader.join();
+  ASSERT_TRUE(answered) << "ListJobs waited for a round blocked on the controller";
+  ASSERT_EQ(during.jobs_size(), 1);
+  EXPECT_EQ(during.jobs(0).reservation_id(), before.jobs(0).reservation_id());
+  EXPECT_EQ(during.jobs(0).state(), before.jobs(0).state());
 }
 
 TEST_F(JobGeneratorTest, ADrainedNodeMovesTheJobToOtherNodes) {
