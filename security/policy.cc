@@ -63,9 +63,10 @@ const std::vector<MethodRule>& AllMethodRules() {
       {"/weft.v1.PlacementService/Renew", Role::kScheduler, true, "reservation_id"},
       {"/weft.v1.PlacementService/ListReservations", Role::kViewer, false, ""},
       {"/weft.v1.PlacementService/GetTopology", Role::kViewer, false, ""},
-      // A job (through its scheduler's credentials) reports on its own reservation.
-      {"/weft.v1.PlacementService/ReportJobProgress", Role::kScheduler, true,
-       "reservation_id"},
+      // A job (through its scheduler's credentials) reports on its own reservation, once
+      // an iteration: telemetry, like an agent's batches, so not audited (a durable audit
+      // row per iteration per job would cost an fsync each).
+      {"/weft.v1.PlacementService/ReportJobProgress", Role::kScheduler, false, ""},
       {"/weft.v1.PlacementService/ListJobs", Role::kViewer, false, ""},
       // QoS/DCQCN policy rollouts: validating and diffing read; starting one changes the
       // fabric's policy (admin); pausing, resuming and aborting are an operator's.
