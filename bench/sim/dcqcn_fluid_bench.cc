@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -143,6 +144,55 @@ void PrintSteps(const DcqcnParams& base, const std::vector<int>& flows) {
   std::printf("\n");
 }
 
+// The paper's first-order linearization, opened at the marking, with its departures from
+// Fig. 1 undone one at a time (entries as LinearizeAsPublished documents them); what is
+// left when all three are undone is the expansion (1 - p)^n ≈ 1 - n·p alone.
+struct Departures {
+  bool alpha_per_packet = true;
+  bool rates_exchanged = true;
+  bool increase_on_present_rate = true;
+};
+absl::StatusOr<LinearizedFlow> PublishedWith(const DcqcnParams& params, int n,
+                                             const Departures& keep) {
+  absl::StatusOr<LinearizedFlow> flow = LinearizeAsPublished(params, n);
+  absl::StatusOr<LinearizedFlow> exact = Linearize(params, n, FixedPointMarking::kCubeRoot);
+  if (!flow.ok()) return flow;
+  if (!exact.ok()) return exact;
+  flow->opening = LoopOpening::kAtMarking;
+  if (!keep.alpha_per_packet) {  // α's row as Fig. 1 has it: per τ′
+    flow->jacobian[0][0] = exact->jacobian[0][0];
+    flow->marking_input[0] = exact->marking_input[0];
+    flow->delayed_rate_input[0] = exact->delayed_rate_input[0];
+  }
+  if (!keep.rates_exchanged) std::swap(flow->jacobian[2][2], flow->delayed_rate_input[2]);
+  if (!keep.increase_on_present_rate) {
+    const ModelUnits units = ToModelUnits(params);
+    const double a =
+        1 / units.byte_counter_packets + 1 / (units.timer_s * flow->fixed_point.rate_current_pps);
+    flow->jacobian[1][2] -= a * units.rate_ai_pps;
+  }
+  return flow;
+}
+
+void PrintDepartures(const DcqcnParams& base, const std::vector<int>& flows) {
+  std::printf(
+      "The paper's first-order linearization at τ* = %g µs, opened at the marking, its other "
+      "departures from Fig. 1 undone (margin in degrees)\n\n| N | as published | α per τ′ | "
+      "R_C and R^ in place | R_AI·A on R^ only | all three: first order in p alone | exact "
+      "(cube-root p*) |\n|---|---|---|---|---|---|---|\n",
+      base.feedback_delay_us);
+  for (int n : flows) {
+    std::printf("| %d | %s | %s | %s | %s | %s | %s |\n", n,
+                MarginCell(PublishedWith(base, n, {})).c_str(),
+                MarginCell(PublishedWith(base, n, {.alpha_per_packet = false})).c_str(),
+                MarginCell(PublishedWith(base, n, {.rates_exchanged = false})).c_str(),
+                MarginCell(PublishedWith(base, n, {.increase_on_present_rate = false})).c_str(),
+                MarginCell(PublishedWith(base, n, {false, false, false})).c_str(),
+                MarginCell(Linearize(base, n, FixedPointMarking::kCubeRoot)).c_str());
+  }
+  std::printf("\n");
+}
+
 int PrintPhaseMargins(const DcqcnParams& base) {
   const std::vector<int> flows = {2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 30, 34, 40, 50, 64, 80, 100};
   std::printf("packet_bytes %g, above Kmax: %s\n\n", base.packet_bytes,
@@ -153,11 +203,16 @@ int PrintPhaseMargins(const DcqcnParams& base) {
   PrintMarginTable(
       "The paper's linearization (LinearizeAsPublished): phase margin in degrees (gain crossover "
       "in rad/s)",
-      Published, Fig3Columns(base, {0, 1, 50, 100}, {0, 50, 100}), flows);
+      Published, Fig3Columns(base, {0, 1, 50, 85, 100}, {0, 50, 100}), flows);
   for (double delay_us : {0.0, 50.0, 100.0}) {
     DcqcnParams params = base;
     params.feedback_delay_us = delay_us;
     PrintSteps(params, {2, 4, 10, 20, 30, 64, 100});
+  }
+  for (double delay_us : {50.0, 100.0}) {
+    DcqcnParams params = base;
+    params.feedback_delay_us = delay_us;
+    PrintDepartures(params, {2, 4, 10, 20, 30, 64, 100});
   }
   return 0;
 }
