@@ -7,7 +7,7 @@
 // 1000 KB) at 0 and 50 µs; Fig. 3c's 100 µs curve has no file, fabric-facts §2 reads it as
 // ≥ 15.5°. Tolerance 0.15°: the published values scatter up to 0.09° about this
 // implementation's smooth curves (0.088° at N = 18 of Fig. 3b; 0.03-0.04° at N = 2 and 10 of
-// every Fig. 3a file, where the published value is the higher), the size of the
+// every Fig. 3a file, where the published value is the higher), most likely the
 // interpolation error of MATLAB's margin(), which wrote them; the files carry 5 significant
 // digits.
 //
@@ -242,8 +242,8 @@ TEST(PublishedLinearizationTest, Fig3aAsQuoted) {
 }
 
 // Fig. 3b (R_AI = 10 Mb/s) and Fig. 3c (and Kmax = 1000 KB), including Fig. 3c's jump
-// between N = 10 and 12 (the gain crossover leaves a shoulder of |L| near 1: 3449 to
-// 1604 rad/s); at 100 µs, with no data file, ≥ 15.5° for every N as the figure shows.
+// between N = 10 and 12 (|L| stays within 1 % of 1 from 1400 to 3400 rad/s, and the gain
+// crossover slides along it, 3449 to 1604 rad/s); at 100 µs, with no data file, ≥ 15.5° for every N as the figure shows.
 TEST(PublishedLinearizationTest, ReproducesFig3bAndFig3c) {
   ExpectPublished(MarginsAgainstFlows(Fig3bTuned(50), Published), kFig3bDelay50us);
   ExpectPublished(MarginsAgainstFlows(Fig3cTuned(0), Published), kFig3cDelay0us);
