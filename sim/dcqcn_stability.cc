@@ -68,8 +68,8 @@ absl::StatusOr<LinearizedFlow> FixedPointOf(const DcqcnParams& params, int num_f
         "num_flows = ", num_flows, " is out of range: accepted [2, inf) (one flow sits at C)"));
   }
   ASSIGN_OR_RETURN(const FixedPoint fp, ClosedFormFixedPoint(params, num_flows));
-  const double p = marking == FixedPointMarking::kExact ? fp.marking_probability
-                                                        : fp.approx_marking_probability;
+  const double p =
+      marking == FixedPointMarking::kExact ? fp.marking_probability : fp.approx_marking_probability;
   if (p >= 1 || (p > params.pmax && params.above_kmax == AboveKmax::kMarkAll)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "p* = ", p, " for ", num_flows, " flows is beyond the marking ramp (Pmax = ", params.pmax,
