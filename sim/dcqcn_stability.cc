@@ -142,7 +142,7 @@ absl::StatusOr<LinearizedFlow> LinearizeAsPublished(const DcqcnParams& params, i
   // dR_T/dt = −(R_T − R_C)·p^·R^ + R_AI·R^·(c + e).
   jac[kTarget][kAlpha] = 0;
   jac[kTarget][kTarget] = -p * r;
-  jac[kTarget][kCurrent] = p * r + a * u.rate_ai_pps;
+  jac[kTarget][kCurrent] = p * r + a * u.rate_ai_pps;  // R_AI·A here as well as in c
   b[kTarget] = -gap * r - u.rate_ai_pps * r * (1 + 2 * u.fast_recovery_steps + a / 2);
   c[kTarget] = -gap * p + u.rate_ai_pps * events_after_recovery;
   // dR_C/dt = −R_C·α·p^·R^/2 + (R_T − R_C)/2·R^·(b + d), the R_C and R^ entries exchanged.

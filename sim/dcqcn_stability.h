@@ -72,7 +72,8 @@ struct LinearizedFlow {
   LoopOpening opening = LoopOpening::kAtMarking;
 };
 
-// Linearizes the model for `num_flows` identical flows. Fails with InvalidArgument on bad
+// Linearizes the model for `num_flows` identical flows at the exact p*, or at the cube-root
+// one (to see what the approximate fixed point alone changes). Fails with InvalidArgument on bad
 // params or num_flows < 2 (one flow sits at R_C = C, where the clamp acts), and with
 // FailedPrecondition when p* is out of the ramp's reach (p* > Pmax with AboveKmax::kMarkAll,
 // or p* ≥ 1): the switch marks every packet there and the loop has no slope to linearize.
