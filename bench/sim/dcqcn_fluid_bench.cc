@@ -1,13 +1,15 @@
 // The DCQCN fluid model against the CoNEXT'16 published points (Fig. 4 time domain,
 // the closed-form fixed point, the convergence bound data), and what it costs:
 // simulated flow-microseconds per wall second. Prints Markdown for docs/benchmarks.md.
-// --phase_margin prints the linearized loop's phase margin against N (Fig. 3) instead.
+// --phase_margin prints the linearized loop's phase margin against N (Fig. 3) instead:
+// the exact linearization, the paper's (LinearizeAsPublished), and the steps between them.
 //
 //   bazel run -c opt //bench/sim:dcqcn_fluid_bench -- --packet_bytes=1000
 //   bazel run -c opt //bench/sim:dcqcn_fluid_bench -- --phase_margin
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -51,11 +53,24 @@ Measured RunOne(const DcqcnParams& params, std::vector<FlowStart> flows, double 
   return m;
 }
 
+using Linearizer = absl::StatusOr<LinearizedFlow> (*)(const DcqcnParams&, int);
+
+absl::StatusOr<LinearizedFlow> Exact(const DcqcnParams& params, int n) {
+  return Linearize(params, n);
+}
+
+absl::StatusOr<LinearizedFlow> Published(const DcqcnParams& params, int n) {
+  return LinearizeAsPublished(params, n);
+}
+
 // One column of Fig. 3: "margin (crossover)" for each N under `params`.
-std::vector<std::string> MarginColumn(const DcqcnParams& params, const std::vector<int>& flows) {
+std::vector<std::string> MarginColumn(Linearizer linearize, const DcqcnParams& params,
+                                      const std::vector<int>& flows) {
   std::vector<std::string> cells;
   for (int n : flows) {
-    absl::StatusOr<LoopMargin> margin = PhaseMargin(params, n);
+    absl::StatusOr<LinearizedFlow> flow = linearize(params, n);
+    absl::StatusOr<LoopMargin> margin =
+        flow.ok() ? PhaseMargin(*flow) : absl::StatusOr<LoopMargin>(flow.status());
     cells.push_back(margin.ok() ? absl::StrFormat("%.2f (%.0f)", margin->phase_margin_deg,
                                                   margin->crossover_rad_per_s)
                                 : std::string(margin.status().message()));
@@ -63,31 +78,35 @@ std::vector<std::string> MarginColumn(const DcqcnParams& params, const std::vect
   return cells;
 }
 
-int PrintPhaseMargins(const DcqcnParams& base) {
-  const std::vector<int> flows = {2, 4, 6, 8, 10, 12, 16, 20, 24, 30, 34, 40, 50, 64, 80, 100};
-  struct Column {
-    std::string title;
-    DcqcnParams params;
-  };
+struct Column {
+  std::string title;
+  DcqcnParams params;
+};
+
+// Fig. 3a at the given delays, then Fig. 3c's tuning (R_AI = 10 Mb/s, Kmax = 1000 KB).
+std::vector<Column> Fig3Columns(const DcqcnParams& base, const std::vector<double>& delays_us,
+                                const std::vector<double>& tuned_delays_us) {
   std::vector<Column> columns;
-  for (double delay_us : {0.0, 50.0, 85.0, 100.0}) {
+  for (double delay_us : delays_us) {
     columns.push_back({absl::StrFormat("τ* = %g µs", delay_us), base});
     columns.back().params.feedback_delay_us = delay_us;
   }
-  for (double delay_us : {0.0, 100.0}) {  // Fig. 3c's tuning
+  for (double delay_us : tuned_delays_us) {
     columns.push_back({absl::StrFormat("R_AI 10 Mb/s, Kmax 1000 KB, τ* = %g µs", delay_us), base});
     columns.back().params.feedback_delay_us = delay_us;
     columns.back().params.rate_ai_bps = 10e6;
     columns.back().params.kmax_bytes = 1000e3;
   }
-  std::printf(
-      "Phase margin in degrees (gain crossover in rad/s) of the linearized loop, packet_bytes "
-      "%g, above Kmax: %s\n\n| N |",
-      base.packet_bytes, base.above_kmax == AboveKmax::kExtendRamp ? "ramp continued" : "mark all");
+  return columns;
+}
+
+void PrintMarginTable(const char* title, Linearizer linearize, const std::vector<Column>& columns,
+                      const std::vector<int>& flows) {
+  std::printf("%s\n\n| N |", title);
   std::vector<std::vector<std::string>> cells;
   for (const Column& column : columns) {
     std::printf(" %s |", column.title.c_str());
-    cells.push_back(MarginColumn(column.params, flows));
+    cells.push_back(MarginColumn(linearize, column.params, flows));
   }
   std::printf("\n|---|");
   for (size_t c = 0; c < columns.size(); ++c) std::printf("---|");
@@ -95,7 +114,106 @@ int PrintPhaseMargins(const DcqcnParams& base) {
     std::printf("\n| %d |", flows[i]);
     for (const std::vector<std::string>& column : cells) std::printf(" %s |", column[i].c_str());
   }
+  std::printf("\n\n");
+}
+
+std::string MarginCell(const absl::StatusOr<LinearizedFlow>& flow) {
+  if (!flow.ok()) return std::string(flow.status().message());
+  absl::StatusOr<LoopMargin> margin = PhaseMargin(*flow);
+  return margin.ok() ? absl::StrFormat("%.2f", margin->phase_margin_deg)
+                     : std::string(margin.status().message());
+}
+
+// From the exact linearization to the published one, one difference at a time.
+void PrintSteps(const DcqcnParams& base, const std::vector<int>& flows) {
+  std::printf(
+      "From the exact linearization to the published one at τ* = %g µs, one step at a time "
+      "(margin in degrees)\n\n| N | exact | + cube-root p* | + the paper's first-order "
+      "linearization | + opened at the delay (= published) | paper's at the exact p* |\n"
+      "|---|---|---|---|---|---|\n",
+      base.feedback_delay_us);
+  for (int n : flows) {
+    absl::StatusOr<LinearizedFlow> published = LinearizeAsPublished(base, n);
+    absl::StatusOr<LinearizedFlow> at_marking = published;
+    if (at_marking.ok()) at_marking->opening = LoopOpening::kAtMarking;
+    std::printf("| %d | %s | %s | %s | %s | %s |\n", n, MarginCell(Linearize(base, n)).c_str(),
+                MarginCell(Linearize(base, n, FixedPointMarking::kCubeRoot)).c_str(),
+                MarginCell(at_marking).c_str(), MarginCell(published).c_str(),
+                MarginCell(LinearizeAsPublished(base, n, FixedPointMarking::kExact)).c_str());
+  }
   std::printf("\n");
+}
+
+// The paper's first-order linearization, opened at the marking, with its departures from
+// Fig. 1 undone one at a time (entries as LinearizeAsPublished documents them); what is
+// left when all three are undone is the expansion (1 - p)^n ≈ 1 - n·p alone.
+struct Departures {
+  bool alpha_per_packet = true;
+  bool rates_exchanged = true;
+  bool increase_on_present_rate = true;
+};
+absl::StatusOr<LinearizedFlow> PublishedWith(const DcqcnParams& params, int n,
+                                             const Departures& keep) {
+  absl::StatusOr<LinearizedFlow> flow = LinearizeAsPublished(params, n);
+  absl::StatusOr<LinearizedFlow> exact = Linearize(params, n, FixedPointMarking::kCubeRoot);
+  if (!flow.ok()) return flow;
+  if (!exact.ok()) return exact;
+  flow->opening = LoopOpening::kAtMarking;
+  if (!keep.alpha_per_packet) {  // α's row as Fig. 1 has it: per τ′
+    flow->jacobian[0][0] = exact->jacobian[0][0];
+    flow->marking_input[0] = exact->marking_input[0];
+    flow->delayed_rate_input[0] = exact->delayed_rate_input[0];
+  }
+  if (!keep.rates_exchanged) std::swap(flow->jacobian[2][2], flow->delayed_rate_input[2]);
+  if (!keep.increase_on_present_rate) {
+    const ModelUnits units = ToModelUnits(params);
+    const double a =
+        1 / units.byte_counter_packets + 1 / (units.timer_s * flow->fixed_point.rate_current_pps);
+    flow->jacobian[1][2] -= a * units.rate_ai_pps;
+  }
+  return flow;
+}
+
+void PrintDepartures(const DcqcnParams& base, const std::vector<int>& flows) {
+  std::printf(
+      "The paper's first-order linearization at τ* = %g µs, opened at the marking, its other "
+      "departures from Fig. 1 undone (margin in degrees)\n\n| N | as published | α per τ′ | "
+      "R_C and R^ in place | R_AI·A on R^ only | all three: first order in p alone | exact "
+      "(cube-root p*) |\n|---|---|---|---|---|---|---|\n",
+      base.feedback_delay_us);
+  for (int n : flows) {
+    std::printf("| %d | %s | %s | %s | %s | %s | %s |\n", n,
+                MarginCell(PublishedWith(base, n, {})).c_str(),
+                MarginCell(PublishedWith(base, n, {.alpha_per_packet = false})).c_str(),
+                MarginCell(PublishedWith(base, n, {.rates_exchanged = false})).c_str(),
+                MarginCell(PublishedWith(base, n, {.increase_on_present_rate = false})).c_str(),
+                MarginCell(PublishedWith(base, n, {false, false, false})).c_str(),
+                MarginCell(Linearize(base, n, FixedPointMarking::kCubeRoot)).c_str());
+  }
+  std::printf("\n");
+}
+
+int PrintPhaseMargins(const DcqcnParams& base) {
+  const std::vector<int> flows = {2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 30, 34, 40, 50, 64, 80, 100};
+  std::printf("packet_bytes %g, above Kmax: %s\n\n", base.packet_bytes,
+              base.above_kmax == AboveKmax::kExtendRamp ? "ramp continued" : "mark all");
+  PrintMarginTable(
+      "Exact linearization (Linearize): phase margin in degrees (gain crossover in rad/s)", Exact,
+      Fig3Columns(base, {0, 50, 85, 100}, {0, 100}), flows);
+  PrintMarginTable(
+      "The paper's linearization (LinearizeAsPublished): phase margin in degrees (gain crossover "
+      "in rad/s)",
+      Published, Fig3Columns(base, {0, 1, 50, 85, 100}, {0, 50, 100}), flows);
+  for (double delay_us : {0.0, 50.0, 100.0}) {
+    DcqcnParams params = base;
+    params.feedback_delay_us = delay_us;
+    PrintSteps(params, {2, 4, 10, 20, 30, 64, 100});
+  }
+  for (double delay_us : {50.0, 100.0}) {
+    DcqcnParams params = base;
+    params.feedback_delay_us = delay_us;
+    PrintDepartures(params, {2, 4, 10, 20, 30, 64, 100});
+  }
   return 0;
 }
 
