@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
+#include <cstring>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,13 +18,8 @@ constexpr double kSwitchPortTieBreak = 1 + 1e-9;
 // just what its flows get elsewhere is not what freezes them.
 constexpr double kClassShareTieBreak = 1 + 2e-9;
 
-struct Event {
-  double key;    // when (in the common fill level) this saturates; the heap's order
-  double level;  // the fill level itself
-  int id;        // link id, or -(flow id) - 1 for a flow's demand
-  int version;   // a link's version when pushed; stale entries are skipped
-  bool operator>(const Event& other) const { return key > other.key; }
-};
+// Fixed points kept across solves, at most (the memo starts again past this).
+constexpr size_t kFixedPointsKept = 1 << 16;
 
 }  // namespace
 
@@ -154,6 +149,10 @@ void LiveModel::Route() {
       flow_states_[i].path.clear();
     }
   }
+  IndexFlowsOnLinks();
+}
+
+void LiveModel::IndexFlowsOnLinks() {
   for (std::vector<int>& on : flows_on_link_) on.clear();
   for (size_t i = 0; i < flow_states_.size(); ++i) {
     for (int k : flow_states_[i].path) flows_on_link_[k].push_back(static_cast<int>(i));
@@ -163,7 +162,7 @@ void LiveModel::Route() {
 absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
   // Jobs that come and go bring new source ports: keep the cache to a few times the flows.
   if (all_up_routes_.size() > 4 * flows.size() + kRoutesKeptAtLeast) all_up_routes_.clear();
-  std::vector<FlowState> states(flows.size());
+  std::vector<const std::vector<int>*> paths(flows.size());
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];
     if (!(f.demand_bps > 0)) {  // also refuses NaN
@@ -182,10 +181,22 @@ absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
       return absl::Status(path.status().code(),
                           absl::StrCat("flows[", i, "]: ", path.status().message()));
     }
+    paths[i] = *path;
   }
   specs_ = std::move(flows);
-  flow_states_ = std::move(states);
-  Route();
+  // The old states' path vectors are reused: a solve allocates nothing per flow.
+  flow_states_.resize(specs_.size());
+  for (size_t i = 0; i < flow_states_.size(); ++i) {
+    std::vector<int> path = std::move(flow_states_[i].path);
+    flow_states_[i] = FlowState();
+    path.assign(paths[i]->begin(), paths[i]->end());
+    flow_states_[i].path = std::move(path);
+  }
+  if (std::find(link_down_.begin(), link_down_.end(), true) != link_down_.end()) {
+    Route();
+  } else {
+    IndexFlowsOnLinks();
+  }
   flow_counters_.assign(flow_states_.size(), FlowCounters());
   link_counters_.assign(fabric_.links().size(), LinkCounters());
   time_s_ = 0;
@@ -276,12 +287,26 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   const int num_links = static_cast<int>(links.size());
   // Resources: links [0, num_links), then the class shares.
   const int num_resources = num_links + static_cast<int>(shares.size());
-  std::vector<double> frozen_bps(num_resources, 0);
-  std::vector<int> unfrozen(num_resources, 0);
-  std::vector<int> version(num_resources, 0);
-  std::vector<bool> frozen(num_flows, false);
+  std::vector<double>& frozen_bps = fill_frozen_bps_;
+  std::vector<double>& pushed_level = fill_level_;
+  std::vector<int>& unfrozen = fill_unfrozen_;
+  std::vector<int>& version = fill_version_;
+  std::vector<char>& frozen = fill_flow_frozen_;
+  frozen_bps.assign(num_resources, 0);
+  pushed_level.resize(num_resources);
+  unfrozen.assign(num_resources, 0);
+  version.assign(num_resources, 0);
+  frozen.assign(num_flows, false);
   std::vector<std::vector<int>> shares_of_flow(shares.empty() ? 0 : num_flows);
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
+  // A min-heap on key, by the standard heap algorithms (as std::priority_queue runs them,
+  // so equal keys come out in the same order whatever the event holds).
+  std::vector<FillEvent>& heap = fill_heap_;
+  heap.clear();
+  auto later = [](const FillEvent& a, const FillEvent& b) { return a.key > b.key; };
+  auto push = [&](FillEvent e) {
+    heap.push_back(e);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
 
   auto members = [&](int r) -> const std::vector<int>& {
     return r < num_links ? flows_on_link_[r] : shares[r - num_links].flows;
@@ -296,7 +321,8 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
     } else if (links[k].from.kind == Vertex::Kind::kSwitch) {
       tie = kSwitchPortTieBreak;
     }
-    heap.push({level * tie, level, k, version[k]});
+    pushed_level[k] = level;
+    push({level * tie, k, version[k]});
   };
   for (int s = 0; s < static_cast<int>(shares.size()); ++s) {
     for (int f : shares[s].flows) shares_of_flow[f].push_back(num_links + s);
@@ -310,7 +336,7 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
     const bool silent = flow_states_[f].path.empty() || node_dead_[nics[specs_[f].src_nic].node] ||
                         node_dead_[nics[specs_[f].dst_nic].node];
     const double demand = silent ? 0 : specs_[f].demand_bps;
-    if (std::isfinite(demand)) heap.push({demand, demand, -f - 1, 0});
+    if (std::isfinite(demand)) push({demand, -f - 1, 0});
   }
   double level = 0;
   auto take = [&](int k) {
@@ -330,17 +356,18 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
     }
   };
   while (!heap.empty()) {
-    const Event e = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const FillEvent e = heap.back();
+    heap.pop_back();
     if (e.id < 0) {
       const int f = -e.id - 1;
       if (frozen[f]) continue;
-      level = std::max(level, e.level);
+      level = std::max(level, e.key);  // a demand's key is its level
       freeze(f, -1);
       continue;
     }
     if (e.version != version[e.id] || unfrozen[e.id] == 0) continue;
-    level = std::max(level, e.level);
+    level = std::max(level, pushed_level[e.id]);
     const int port = e.id < num_links ? e.id : shares[e.id - num_links].link;
     for (int f : members(e.id)) {
       if (!frozen[f]) freeze(f, port);
@@ -385,6 +412,7 @@ absl::Status LiveModel::SetNicParams(std::vector<DcqcnParams> param_sets,
   if (set_of_nic.empty()) param_sets.clear();
   nic_param_sets_ = std::move(param_sets);
   nic_param_set_ = std::move(set_of_nic);
+  fixed_point_memo_.clear();  // a set index may name other parameters now
   Solve();
   return absl::OkStatus();
 }
@@ -395,6 +423,13 @@ void LiveModel::SettlePorts() {
   absl::flat_hash_map<std::tuple<int, int, int64_t>, FixedPoint> cache;
   fixed_points_computed_ = 0;
   for (int k = 0; k < static_cast<int>(links.size()); ++k) {
+    if (flows_on_link_[k].empty() && ports_[k].flows == 0) {
+      // Idle before and now: only what faults change can differ from an idle port's.
+      ports_[k].capacity_bps = capacity_bps_[k];
+      ports_[k].pause_rx_share = pause_share_[k];
+      ports_[k].pause_tx_share = pause_share_[k ^ 1];
+      continue;
+    }
     PortState port;
     for (int f : flows_on_link_[k]) {
       port.rate_bps += flow_states_[f].rate_bps;
@@ -460,10 +495,7 @@ void LiveModel::SettleCongestedPort(
   const std::tuple<int, int, int64_t> key = {set, held_flows, std::llround(capacity)};
   auto it = cache->find(key);
   if (it == cache->end()) {
-    DcqcnParams at_port = params;
-    at_port.capacity_bps = capacity;
-    // Valid by construction: Create / SetNicParams checked the rest, capacity ≥ R_AI > 0.
-    it = cache->emplace(key, ClosedFormFixedPoint(at_port, held_flows).value()).first;
+    it = cache->emplace(key, MemoizedFixedPoint(params, set, held_flows, capacity)).first;
     ++fixed_points_computed_;
   }
   const FixedPoint& fp = it->second;
@@ -474,6 +506,21 @@ void LiveModel::SettleCongestedPort(
     port->settled = false;
   }
   port->marked_packets_per_s = port->mark_probability * lossless_bps / packet_bits;
+}
+
+const FixedPoint& LiveModel::MemoizedFixedPoint(const DcqcnParams& params, int set, int flows,
+                                                double capacity_bps) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &capacity_bps, sizeof bits);
+  if (fixed_point_memo_.size() >= kFixedPointsKept) fixed_point_memo_.clear();
+  auto [it, inserted] = fixed_point_memo_.try_emplace({set, flows, bits});
+  if (inserted) {
+    DcqcnParams at_port = params;
+    at_port.capacity_bps = capacity_bps;
+    // Valid by construction: Create / SetNicParams checked the rest, capacity ≥ R_AI > 0.
+    it->second = ClosedFormFixedPoint(at_port, flows).value();
+  }
+  return it->second;
 }
 
 double PauseFramesPerSecond(double pause_share, double link_bps) {

@@ -124,8 +124,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "sim/dcqcn_fluid.h"
 #include "sim/fabric.h"
@@ -295,6 +295,7 @@ class LiveModel {
   absl::StatusOr<const std::vector<int>*> CachedPath(const FlowTuple& tuple,
                                                      bool around_down_links);
   void Route();
+  void IndexFlowsOnLinks();
   void Solve();
   // A traffic class at a port where two or more meet: a resource of progressive filling.
   struct ClassShare {
@@ -317,6 +318,10 @@ class LiveModel {
   void SettlePorts();
   void SettleCongestedPort(int link, absl::flat_hash_map<std::tuple<int, int, int64_t>,
                                                          FixedPoint>* cache, PortState* port);
+  // ClosedFormFixedPoint of a parameter set at exactly this capacity, kept across solves
+  // (jobs whose phases do not change leave most ports' shares as they were).
+  const FixedPoint& MemoizedFixedPoint(const DcqcnParams& params, int set, int flows,
+                                       double capacity_bps);
   const DcqcnParams& SenderParams(int flow) const;
 
   Fabric fabric_;
@@ -336,8 +341,23 @@ class LiveModel {
   std::vector<double> capacity_bps_;  // after faults
   std::vector<double> pause_share_;   // per link: rx pause share of its egress port
   std::vector<LinkCounters> link_counters_;
-  absl::flat_hash_map<uint64_t, std::vector<int>> all_up_routes_;
-  absl::flat_hash_map<uint64_t, std::vector<int>> routes_around_down_links_;
+  // Node maps: SetFlows keeps pointers to the paths while it adds more.
+  absl::node_hash_map<uint64_t, std::vector<int>> all_up_routes_;
+  absl::node_hash_map<uint64_t, std::vector<int>> routes_around_down_links_;
+  // Per (parameter set, N, capacity's bits); cleared with the parameter sets.
+  absl::flat_hash_map<std::tuple<int, int, uint64_t>, FixedPoint> fixed_point_memo_;
+  // Progressive filling's scratch, kept between solves so a solve allocates nothing.
+  struct FillEvent {
+    double key;   // when (in the common fill level) this saturates; the heap's order
+    int id;       // resource id, or -(flow id) - 1 for a flow's demand (level = key)
+    int version;  // the resource's version when pushed; stale entries are skipped
+  };
+  std::vector<FillEvent> fill_heap_;
+  std::vector<double> fill_frozen_bps_;
+  std::vector<double> fill_level_;  // per resource: the level of its newest event
+  std::vector<int> fill_unfrozen_;
+  std::vector<int> fill_version_;
+  std::vector<char> fill_flow_frozen_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
   std::vector<PortScheduler> schedulers_;  // per link; empty: the default everywhere

@@ -259,22 +259,34 @@ struct NicState {
   Counters rates{};
   int pause_priority = -1;  // where the pause rates go: the RoCE priority if PFC is on there
 
-  uint32_t RoceDscp() const {
-    return (qos.has_default_roce_tos() ? qos.default_roce_tos() : kDefaultRoceTos) >> 2;
+  // What the flows ask of its settings, kept from qos and cc (Derive after changing them):
+  // solves ask per flow, and protobuf maps and lists are slow to ask.
+  std::array<uint8_t, 64> priority_of_dscp{};  // PriorityOfDscp for every DSCP
+  uint8_t pfc_mask = 0, rp_mask = 0, np_mask = 0;
+  uint32_t roce_dscp = 0;
+  uint32_t cnp_priority = 0;
+
+  void Derive() {
+    for (uint32_t d = 0; d < priority_of_dscp.size(); ++d) {
+      priority_of_dscp[d] = static_cast<uint8_t>(PriorityOfDscp(qos, d));
+    }
+    pfc_mask = PriorityMask(qos.pfc_priorities());
+    rp_mask = PriorityMask(cc.rp_enabled_priorities());
+    np_mask = PriorityMask(cc.np_enabled_priorities());
+    roce_dscp = (qos.has_default_roce_tos() ? qos.default_roce_tos() : kDefaultRoceTos) >> 2;
+    // The priority its notification point sends CNPs on: np_cnp_prio, or with
+    // np_cnp_prio_mode 1 the priority its DSCP table gives np_cnp_dscp.
+    cnp_priority = cc.np_cnp_prio_mode() == 1 ? PriorityOfDscp(qos, cc.np_cnp_dscp())
+                                              : cc.np_cnp_prio();
   }
-  bool Pfc(uint32_t priority) const { return PriorityMask(qos.pfc_priorities()) >> priority & 1; }
-  bool Rp(uint32_t priority) const {
-    return PriorityMask(cc.rp_enabled_priorities()) >> priority & 1;
+  uint32_t RoceDscp() const { return roce_dscp; }
+  uint32_t Priority(uint32_t dscp) const {  // DSCPs are 6 bits
+    return dscp < priority_of_dscp.size() ? priority_of_dscp[dscp] : PriorityOfDscp(qos, dscp);
   }
-  bool Np(uint32_t priority) const {
-    return PriorityMask(cc.np_enabled_priorities()) >> priority & 1;
-  }
-  // The priority this NIC's notification point sends CNPs on: np_cnp_prio, or with
-  // np_cnp_prio_mode 1 the priority its DSCP table gives np_cnp_dscp.
-  uint32_t CnpPriority() const {
-    if (cc.np_cnp_prio_mode() == 1) return PriorityOfDscp(qos, cc.np_cnp_dscp());
-    return cc.np_cnp_prio();
-  }
+  bool Pfc(uint32_t priority) const { return pfc_mask >> priority & 1; }
+  bool Rp(uint32_t priority) const { return rp_mask >> priority & 1; }
+  bool Np(uint32_t priority) const { return np_mask >> priority & 1; }
+  uint32_t CnpPriority() const { return cnp_priority; }
 };
 
 // What the NICs' settings make of one flow (its DSCP is its sender's RoCE DSCP; each end
@@ -405,6 +417,7 @@ absl::StatusOr<Twin> Twin::Create(TwinTopology topology, const DcqcnParams& para
     nic.qos = RecipeQos();
     nic.cc = recipe_cc;
     nic.model_params = params;
+    nic.Derive();
     state->node_nics[fabric.nics()[i].node].push_back(i);
   }
   state->cable_nic.assign(num_links, -1);
@@ -508,8 +521,8 @@ absl::Status Twin::State::SetFlows() {
       const NicState& dst = nics[flow.dst_nic];
       const uint32_t dscp = job.spec.dscp >= 0 ? static_cast<uint32_t>(job.spec.dscp)
                                                : src.RoceDscp();
-      const uint32_t src_priority = PriorityOfDscp(src.qos, dscp);
-      const uint32_t dst_priority = PriorityOfDscp(dst.qos, dscp);
+      const uint32_t src_priority = src.Priority(dscp);
+      const uint32_t dst_priority = dst.Priority(dscp);
       const uint32_t cnp_priority = dst.CnpPriority();
       const FlowClass c{.lossless = src.Pfc(src_priority) && dst.Pfc(dst_priority),
                         .reaction_point = src.Rp(src_priority),
@@ -663,7 +676,7 @@ void Twin::State::AddFlowRates(int f, double loss, double goodput_share) {
 // its RoCE priority when PFC is on there; with PFC off there are none.
 void Twin::State::AddPauseRates(int i) {
   NicState& nic = nics[i];
-  const uint32_t priority = PriorityOfDscp(nic.qos, nic.RoceDscp());
+  const uint32_t priority = nic.Priority(nic.RoceDscp());
   nic.pause_priority = nic.Pfc(priority) ? static_cast<int>(priority) : -1;
   if (nic.pause_priority < 0) return;
   const PortState& port = model.nic_port(i);
@@ -1045,6 +1058,7 @@ absl::Status Twin::SetNicTunables(int nic, const weft::v1::NodeQos& qos,
       PriorityMask(next.cc.np_enabled_priorities()) ==
           PriorityMask(current.cc.np_enabled_priorities());
   current = std::move(next);
+  current.Derive();
   if (new_params) s.PushNicParams();
   if (!same_qos) s.PushSchedulers();
   // PFC, reaction and notification points decide the flows' classes.
