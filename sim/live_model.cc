@@ -288,62 +288,53 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   // Resources: links [0, num_links), then the class shares.
   const int num_resources = num_links + static_cast<int>(shares.size());
   std::vector<double>& frozen_bps = fill_frozen_bps_;
-  std::vector<double>& pushed_level = fill_level_;
   std::vector<int>& unfrozen = fill_unfrozen_;
-  std::vector<int>& version = fill_version_;
   std::vector<char>& frozen = fill_flow_frozen_;
   frozen_bps.assign(num_resources, 0);
-  pushed_level.resize(num_resources);
   unfrozen.assign(num_resources, 0);
-  version.assign(num_resources, 0);
   frozen.assign(num_flows, false);
   std::vector<std::vector<int>> shares_of_flow(shares.empty() ? 0 : num_flows);
-  // A min-heap on key, by the standard heap algorithms (as std::priority_queue runs them,
-  // so equal keys come out in the same order whatever the event holds).
+  // A min-heap on (key, id): equal keys fall to the lower id (a demand before any
+  // resource), so ties resolve the same way whatever else is in the heap. A resource's
+  // entry may be stale: freezing one of its flows only raises its key (the level left
+  // for the others), so the entry is a lower bound, pushed again at the current key when
+  // it comes up.
   std::vector<FillEvent>& heap = fill_heap_;
   heap.clear();
-  auto later = [](const FillEvent& a, const FillEvent& b) { return a.key > b.key; };
-  auto push = [&](FillEvent e) {
-    heap.push_back(e);
-    std::push_heap(heap.begin(), heap.end(), later);
+  auto later = [](const FillEvent& a, const FillEvent& b) {
+    return a.key > b.key || (a.key == b.key && a.id > b.id);
   };
-
   auto members = [&](int r) -> const std::vector<int>& {
     return r < num_links ? flows_on_link_[r] : shares[r - num_links].flows;
   };
-  auto push_link = [&](int k) {
+  auto tie_of = [&](int k) {
+    if (k >= num_links) return kClassShareTieBreak;
+    return links[k].from.kind == Vertex::Kind::kSwitch ? kSwitchPortTieBreak : 1.0;
+  };
+  auto level_of = [&](int k) {
     const double capacity =
         k < num_links ? capacity_bps_[k] : shares[k - num_links].capacity_bps;
-    const double level = std::max(0.0, capacity - frozen_bps[k]) / unfrozen[k];
-    double tie = 1;
-    if (k >= num_links) {
-      tie = kClassShareTieBreak;
-    } else if (links[k].from.kind == Vertex::Kind::kSwitch) {
-      tie = kSwitchPortTieBreak;
-    }
-    pushed_level[k] = level;
-    push({level * tie, k, version[k]});
+    return std::max(0.0, capacity - frozen_bps[k]) / unfrozen[k];
   };
   for (int s = 0; s < static_cast<int>(shares.size()); ++s) {
     for (int f : shares[s].flows) shares_of_flow[f].push_back(num_links + s);
   }
   for (int k = 0; k < num_resources; ++k) {
     unfrozen[k] = static_cast<int>(members(k).size());
-    if (unfrozen[k] > 0) push_link(k);
+    if (unfrozen[k] > 0) heap.push_back({level_of(k) * tie_of(k), k});
   }
   const std::vector<Nic>& nics = fabric_.nics();
   for (int f = 0; f < num_flows; ++f) {
     const bool silent = flow_states_[f].path.empty() || node_dead_[nics[specs_[f].src_nic].node] ||
                         node_dead_[nics[specs_[f].dst_nic].node];
     const double demand = silent ? 0 : specs_[f].demand_bps;
-    if (std::isfinite(demand)) push({demand, -f - 1, 0});
+    if (std::isfinite(demand)) heap.push_back({demand, -f - 1});
   }
+  std::make_heap(heap.begin(), heap.end(), later);
   double level = 0;
   auto take = [&](int k) {
     frozen_bps[k] += level;
     --unfrozen[k];
-    ++version[k];
-    if (unfrozen[k] > 0) push_link(k);
   };
   auto freeze = [&](int f, int bottleneck) {
     frozen[f] = true;
@@ -366,8 +357,15 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
       freeze(f, -1);
       continue;
     }
-    if (e.version != version[e.id] || unfrozen[e.id] == 0) continue;
-    level = std::max(level, pushed_level[e.id]);
+    if (unfrozen[e.id] == 0) continue;
+    const double at = level_of(e.id);
+    const double key = at * tie_of(e.id);
+    if (key > e.key) {  // stale: up again at its current key
+      heap.push_back({key, e.id});
+      std::push_heap(heap.begin(), heap.end(), later);
+      continue;
+    }
+    level = std::max(level, at);
     const int port = e.id < num_links ? e.id : shares[e.id - num_links].link;
     for (int f : members(e.id)) {
       if (!frozen[f]) freeze(f, port);

@@ -22,7 +22,8 @@
 // Advance(duration) adds rate × duration to monotonic counters (bytes, packets, marked
 // packets, CNPs per flow; bytes, packets, marked packets per link) so agents can read
 // counters as from a NIC. Advance costs O(flows + links); Solve costs
-// O(Σ path lengths · log links) plus one fixed point per distinct (N, residual capacity).
+// O(Σ path lengths · log links) plus one fixed point per (parameter set, N, residual
+// capacity) not met in an earlier solve (they are kept, up to 65,536).
 //
 // Faults, injected and cleared at run time (they persist across SetFlows; counters keep
 // counting): a cable down (both directions at capacity 0; every flow is routed again with
@@ -95,8 +96,10 @@
 // the largest rate, not its demand — wants all it can get; otherwise it needs the sum of
 // its flows' rates), until no TC's capacity moves (kMaxSchedulerPasses;
 // scheduler_passes() and scheduler_settled() say how it went; each pass is one
-// progressive filling). At equal levels links freeze flows before class shares and a
-// NIC's link before a switch port. The default scheduler maps every
+// progressive filling). At equal levels links freeze flows before class shares, a NIC's
+// link before a switch port, and then the lower id, so a tie falls the same way whatever
+// else the fabric carries (a ToR's uplink, built before the spine's port toward the next
+// rack, holds the flows both would). The default scheduler maps every
 // priority to TC 0, which gets the whole port: the model without classes, exactly.
 // What it is not: packet-level (no per-packet round robin, no queue of the non-RoCE TCs,
 // no burst a strict TC takes from the others); a port's scheduler serves what reaches
@@ -348,15 +351,12 @@ class LiveModel {
   absl::flat_hash_map<std::tuple<int, int, uint64_t>, FixedPoint> fixed_point_memo_;
   // Progressive filling's scratch, kept between solves so a solve allocates nothing.
   struct FillEvent {
-    double key;   // when (in the common fill level) this saturates; the heap's order
-    int id;       // resource id, or -(flow id) - 1 for a flow's demand (level = key)
-    int version;  // the resource's version when pushed; stale entries are skipped
+    double key;  // when (in the common fill level) this saturates; the heap's order
+    int id;      // resource id, or -(flow id) - 1 for a flow's demand (level = key)
   };
   std::vector<FillEvent> fill_heap_;
   std::vector<double> fill_frozen_bps_;
-  std::vector<double> fill_level_;  // per resource: the level of its newest event
   std::vector<int> fill_unfrozen_;
-  std::vector<int> fill_version_;
   std::vector<char> fill_flow_frozen_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
