@@ -41,7 +41,7 @@ LiveModel::LiveModel(Fabric fabric, const DcqcnParams& params)
   const int num_links = static_cast<int>(fabric_.links().size());
   ports_.resize(num_links);
   link_counters_.resize(num_links);
-  flows_on_link_.resize(num_links);
+  link_flows_begin_.assign(num_links + 1, 0);
   ClearFaults();
 }
 
@@ -153,9 +153,19 @@ void LiveModel::Route() {
 }
 
 void LiveModel::IndexFlowsOnLinks() {
-  for (std::vector<int>& on : flows_on_link_) on.clear();
+  // Counting sort into one array: a link's flows lie together, in flow order.
+  std::fill(link_flows_begin_.begin(), link_flows_begin_.end(), 0);
+  for (const FlowState& flow : flow_states_) {
+    for (int k : flow.path) ++link_flows_begin_[k + 1];
+  }
+  for (size_t k = 1; k < link_flows_begin_.size(); ++k) {
+    link_flows_begin_[k] += link_flows_begin_[k - 1];
+  }
+  link_flows_.resize(link_flows_begin_.back());
+  std::vector<int>& next = link_flows_fill_;
+  next.assign(link_flows_begin_.begin(), link_flows_begin_.end() - 1);
   for (size_t i = 0; i < flow_states_.size(); ++i) {
-    for (int k : flow_states_[i].path) flows_on_link_[k].push_back(static_cast<int>(i));
+    for (int k : flow_states_[i].path) link_flows_[next[k]++] = static_cast<int>(i);
   }
 }
 
@@ -222,7 +232,7 @@ void LiveModel::ApplyPfc() {
   for (int k = 0; k < num_links; ++k) {
     if (storm_share_[k] <= 0) continue;
     double arrival_bps = 0;
-    for (int f : flows_on_link_[k]) arrival_bps += Lossless(f) ? flow_states_[f].offered_bps : 0;
+    for (int f : flows_on_link(k)) arrival_bps += Lossless(f) ? flow_states_[f].offered_bps : 0;
     const double served_bps = (1 - storm_share_[k]) * capacity_bps_[k];
     if (arrival_bps > served_bps) {
       sigma[k] = served_bps / arrival_bps;
@@ -276,7 +286,7 @@ void LiveModel::PauseBehindUncontrolledFlows() {
 void LiveModel::MarkBacklogged(int link) {
   if (capacity_bps_[link] <= 0) return;
   double throughput_bps = 0;
-  for (int f : flows_on_link_[link]) throughput_bps += flow_states_[f].rate_bps;
+  for (int f : flows_on_link(link)) throughput_bps += flow_states_[f].rate_bps;
   pause_share_[link] = std::max(pause_share_[link],
                                 std::clamp(1 - throughput_bps / capacity_bps_[link], 0.0, 1.0));
 }
@@ -304,8 +314,8 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   auto later = [](const FillEvent& a, const FillEvent& b) {
     return a.key > b.key || (a.key == b.key && a.id > b.id);
   };
-  auto members = [&](int r) -> const std::vector<int>& {
-    return r < num_links ? flows_on_link_[r] : shares[r - num_links].flows;
+  auto members = [&](int r) -> absl::Span<const int> {
+    return r < num_links ? flows_on_link(r) : absl::MakeConstSpan(shares[r - num_links].flows);
   };
   auto tie_of = [&](int k) {
     if (k >= num_links) return kClassShareTieBreak;
@@ -420,8 +430,17 @@ void LiveModel::SettlePorts() {
   const std::vector<Nic>& nics = fabric_.nics();
   absl::flat_hash_map<std::tuple<int, int, int64_t>, FixedPoint> cache;
   fixed_points_computed_ = 0;
+  // What the ports' sums read of a flow, packed: each flow is read once per port it crosses.
+  std::vector<SettleFlow>& packed = settle_flows_;
+  packed.resize(flow_states_.size());
+  for (size_t f = 0; f < packed.size(); ++f) {
+    packed[f] = {flow_states_[f].rate_bps,
+                 std::min(specs_[f].demand_bps, nics[specs_[f].src_nic].bps),
+                 flow_states_[f].bottleneck_link, specs_[f].priority};
+  }
+  port_marks_.assign(links.size(), 0);
   for (int k = 0; k < static_cast<int>(links.size()); ++k) {
-    if (flows_on_link_[k].empty() && ports_[k].flows == 0) {
+    if (flows_on_link(k).empty() && ports_[k].flows == 0) {
       // Idle before and now: only what faults change can differ from an idle port's.
       ports_[k].capacity_bps = capacity_bps_[k];
       ports_[k].pause_rx_share = pause_share_[k];
@@ -429,13 +448,14 @@ void LiveModel::SettlePorts() {
       continue;
     }
     PortState port;
-    for (int f : flows_on_link_[k]) {
-      port.rate_bps += flow_states_[f].rate_bps;
+    const std::array<int, kNumPriorities>& tc_of = scheduler(k).priority_to_tc;
+    for (int f : flows_on_link(k)) {
+      const SettleFlow& flow = packed[f];
+      port.rate_bps += flow.rate_bps;
       ++port.flows;
-      port.offered_bps += std::min(specs_[f].demand_bps, nics[specs_[f].src_nic].bps);
-      if (flow_states_[f].bottleneck_link == k) ++port.bottlenecked_flows;
-      port.class_rate_bps[scheduler(k).priority_to_tc[specs_[f].priority]] +=
-          flow_states_[f].rate_bps;
+      port.offered_bps += flow.offered_bps;
+      if (flow.bottleneck_link == k) ++port.bottlenecked_flows;
+      port.class_rate_bps[tc_of[flow.priority]] += flow.rate_bps;
     }
     port.capacity_bps = capacity_bps_[k];
     port.utilization = port.capacity_bps > 0 ? port.rate_bps / port.capacity_bps : 0;
@@ -444,17 +464,20 @@ void LiveModel::SettlePorts() {
     port.congested = links[k].from.kind == Vertex::Kind::kSwitch && port.bottlenecked_flows > 0 &&
                      port.offered_bps > port.capacity_bps * kSwitchPortTieBreak;
     if (port.congested) SettleCongestedPort(k, &cache, &port);
+    port_marks_[k] = port.mark_probability;
     ports_[k] = port;
   }
+  const double packet_bits = params_.packet_bytes * 8;
   for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
     FlowState& flow = flow_states_[f];
-    const DcqcnParams& params = SenderParams(f);
     double unmarked = 1;
     // Only the lossless priority's queue is modelled (and marks).
-    for (int k : flow.path) unmarked *= Lossless(f) ? 1 - ports_[k].mark_probability : 1;
+    if (Lossless(f)) {
+      for (int k : flow.path) unmarked *= 1 - port_marks_[k];
+    }
     flow.mark_probability = 1 - unmarked;
-    flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / (params_.packet_bytes * 8);
-    flow.cnps_per_s = CnpsPerSecond(flow.marked_packets_per_s, params.tau_us * 1e-6);
+    flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / packet_bits;
+    flow.cnps_per_s = CnpsPerSecond(flow.marked_packets_per_s, SenderParams(f).tau_us * 1e-6);
   }
 }
 
@@ -466,7 +489,7 @@ void LiveModel::SettleCongestedPort(
   std::vector<int> senders_per_set(std::max<size_t>(1, nic_param_sets_.size()), 0);
   int held_flows = 0;       // of the lossless priority: DCQCN's N here
   double lossless_bps = 0;  // what the marking queue carries
-  for (int f : flows_on_link_[link]) {
+  for (int f : flows_on_link(link)) {
     if (!Lossless(f)) continue;
     lossless_bps += flow_states_[f].rate_bps;
     if (flow_states_[f].bottleneck_link != link) continue;
@@ -658,17 +681,21 @@ absl::Status LiveModel::SetPortSchedulers(std::vector<PortScheduler> per_link) {
 // moving. The first pass takes every TC to want all it can get.
 void LiveModel::FillScheduledRates() {
   std::vector<ClassShare> shares;
-  for (int k = 0; k < static_cast<int>(flows_on_link_.size()); ++k) {
-    if (flows_on_link_[k].empty()) continue;
+  // Flows all on one priority (every job on RoCE, the common case) meet in one class.
+  const bool one_priority =
+      std::all_of(specs_.begin(), specs_.end(),
+                  [&](const FlowSpec& f) { return f.priority == specs_.front().priority; });
+  for (int k = 0; k < static_cast<int>(fabric_.links().size()) && !one_priority; ++k) {
+    if (flows_on_link(k).empty()) continue;
     const PortScheduler& s = scheduler(k);
     auto tc_of = [&](int f) { return s.priority_to_tc[specs_[f].priority]; };
-    const int first_tc = tc_of(flows_on_link_[k].front());
-    if (std::all_of(flows_on_link_[k].begin(), flows_on_link_[k].end(),
+    const int first_tc = tc_of(flows_on_link(k).front());
+    if (std::all_of(flows_on_link(k).begin(), flows_on_link(k).end(),
                     [&](int f) { return tc_of(f) == first_tc; })) {
       continue;  // one class: the link is its resource
     }
     std::array<std::vector<int>, kNumTrafficClasses> by_tc;
-    for (int f : flows_on_link_[k]) by_tc[tc_of(f)].push_back(f);
+    for (int f : flows_on_link(k)) by_tc[tc_of(f)].push_back(f);
     for (int tc = 0; tc < kNumTrafficClasses; ++tc) {
       if (!by_tc[tc].empty()) shares.push_back({k, tc, 0, std::move(by_tc[tc])});
     }
@@ -681,7 +708,7 @@ void LiveModel::FillScheduledRates() {
   }
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> need(shares.size(), inf);
-  const int num_links = static_cast<int>(flows_on_link_.size());
+  const int num_links = static_cast<int>(fabric_.links().size());
   std::vector<std::vector<int>> shares_of_flow(flow_states_.size());
   for (size_t i = 0; i < shares.size(); ++i) {
     for (int f : shares[i].flows) shares_of_flow[f].push_back(static_cast<int>(i));

@@ -130,6 +130,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "sim/dcqcn_fluid.h"
 #include "sim/fabric.h"
 
@@ -334,7 +335,15 @@ class LiveModel {
   std::vector<FlowSpec> specs_;
   std::vector<FlowState> flow_states_;
   std::vector<PortState> ports_;
-  std::vector<std::vector<int>> flows_on_link_;
+  // The flows crossing each link, in flow order, all links' in one array: link k's are
+  // link_flows_[link_flows_begin_[k], link_flows_begin_[k + 1]).
+  absl::Span<const int> flows_on_link(int k) const {
+    return absl::MakeConstSpan(link_flows_.data() + link_flows_begin_[k],
+                               link_flows_.data() + link_flows_begin_[k + 1]);
+  }
+  std::vector<int> link_flows_begin_;
+  std::vector<int> link_flows_;
+  std::vector<int> link_flows_fill_;  // IndexFlowsOnLinks' scratch
   std::vector<FlowCounters> flow_counters_;
   // Faults, per directed link / NIC / node.
   std::vector<bool> link_down_;
@@ -358,6 +367,15 @@ class LiveModel {
   std::vector<double> fill_frozen_bps_;
   std::vector<int> fill_unfrozen_;
   std::vector<char> fill_flow_frozen_;
+  // SettlePorts' scratch: what a port's sums read of each flow, and each port's marking.
+  struct SettleFlow {
+    double rate_bps;
+    double offered_bps;  // min(demand, its NIC's line rate)
+    int bottleneck_link;
+    int priority;
+  };
+  std::vector<SettleFlow> settle_flows_;
+  std::vector<double> port_marks_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
   std::vector<PortScheduler> schedulers_;  // per link; empty: the default everywhere
