@@ -42,6 +42,10 @@ LiveModel::LiveModel(Fabric fabric, const DcqcnParams& params)
   ports_.resize(num_links);
   link_counters_.resize(num_links);
   link_flows_begin_.assign(num_links + 1, 0);
+  link_tie_.resize(num_links);
+  for (int k = 0; k < num_links; ++k) {
+    link_tie_[k] = fabric_.links()[k].from.kind == Vertex::Kind::kSwitch ? kSwitchPortTieBreak : 1;
+  }
   ClearFaults();
 }
 
@@ -153,6 +157,14 @@ void LiveModel::Route() {
 }
 
 void LiveModel::IndexFlowsOnLinks() {
+  // The paths too, one after another in one array.
+  flow_links_begin_.resize(flow_states_.size() + 1);
+  flow_links_.clear();
+  for (size_t i = 0; i < flow_states_.size(); ++i) {
+    flow_links_begin_[i] = static_cast<int>(flow_links_.size());
+    flow_links_.insert(flow_links_.end(), flow_states_[i].path.begin(), flow_states_[i].path.end());
+  }
+  flow_links_begin_.back() = static_cast<int>(flow_links_.size());
   // Counting sort into one array: a link's flows lie together, in flow order.
   std::fill(link_flows_begin_.begin(), link_flows_begin_.end(), 0);
   for (const FlowState& flow : flow_states_) {
@@ -317,10 +329,7 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   auto members = [&](int r) -> absl::Span<const int> {
     return r < num_links ? flows_on_link(r) : absl::MakeConstSpan(shares[r - num_links].flows);
   };
-  auto tie_of = [&](int k) {
-    if (k >= num_links) return kClassShareTieBreak;
-    return links[k].from.kind == Vertex::Kind::kSwitch ? kSwitchPortTieBreak : 1.0;
-  };
+  auto tie_of = [&](int k) { return k < num_links ? link_tie_[k] : kClassShareTieBreak; };
   auto level_of = [&](int k) {
     const double capacity =
         k < num_links ? capacity_bps_[k] : shares[k - num_links].capacity_bps;
@@ -329,9 +338,22 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   for (int s = 0; s < static_cast<int>(shares.size()); ++s) {
     for (int f : shares[s].flows) shares_of_flow[f].push_back(num_links + s);
   }
+  // A flow's first link keeps a key of at most its capacity × tie while the flow is
+  // unfrozen, so a link keyed above every such bound from the start (its key only rises)
+  // never comes up holding an unfrozen flow: it stays out of the heap (a NIC's downlink
+  // fed by one flow at line rate, the common case).
+  double first_link_bound = 0;
+  for (const FlowState& flow : flow_states_) {
+    if (flow.path.empty()) continue;
+    const int k = flow.path.front();
+    first_link_bound = std::max(first_link_bound, capacity_bps_[k] * tie_of(k));
+  }
   for (int k = 0; k < num_resources; ++k) {
     unfrozen[k] = static_cast<int>(members(k).size());
-    if (unfrozen[k] > 0) heap.push_back({level_of(k) * tie_of(k), k});
+    if (unfrozen[k] == 0) continue;
+    const double key = level_of(k) * tie_of(k);
+    if (k < num_links && key > first_link_bound) continue;
+    heap.push_back({key, k});
   }
   const std::vector<Nic>& nics = fabric_.nics();
   for (int f = 0; f < num_flows; ++f) {
@@ -346,12 +368,15 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
     frozen_bps[k] += level;
     --unfrozen[k];
   };
+  std::vector<double>& rate = fill_rate_;
+  std::vector<int>& bottleneck_of = fill_bottleneck_;
+  rate.resize(num_flows);
+  bottleneck_of.resize(num_flows);
   auto freeze = [&](int f, int bottleneck) {
     frozen[f] = true;
-    flow_states_[f].offered_bps = level;
-    flow_states_[f].rate_bps = level;
-    flow_states_[f].bottleneck_link = bottleneck;
-    for (int k : flow_states_[f].path) take(k);
+    rate[f] = level;
+    bottleneck_of[f] = bottleneck;
+    for (int k : flow_path(f)) take(k);
     if (!shares.empty()) {
       for (int k : shares_of_flow[f]) take(k);
     }
@@ -380,6 +405,10 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
     for (int f : members(e.id)) {
       if (!frozen[f]) freeze(f, port);
     }
+  }
+  for (int f = 0; f < num_flows; ++f) {
+    flow_states_[f].offered_bps = flow_states_[f].rate_bps = rate[f];
+    flow_states_[f].bottleneck_link = bottleneck_of[f];
   }
 }
 
@@ -473,7 +502,7 @@ void LiveModel::SettlePorts() {
     double unmarked = 1;
     // Only the lossless priority's queue is modelled (and marks).
     if (Lossless(f)) {
-      for (int k : flow.path) unmarked *= 1 - port_marks_[k];
+      for (int k : flow_path(f)) unmarked *= 1 - port_marks_[k];
     }
     flow.mark_probability = 1 - unmarked;
     flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / packet_bits;

@@ -344,6 +344,14 @@ class LiveModel {
   std::vector<int> link_flows_begin_;
   std::vector<int> link_flows_;
   std::vector<int> link_flows_fill_;  // IndexFlowsOnLinks' scratch
+  // Flow f's path again, all paths in one array: [flow_links_begin_[f], ...[f + 1]).
+  absl::Span<const int> flow_path(int f) const {
+    return absl::MakeConstSpan(flow_links_.data() + flow_links_begin_[f],
+                               flow_links_.data() + flow_links_begin_[f + 1]);
+  }
+  std::vector<int> flow_links_begin_;
+  std::vector<int> flow_links_;
+  std::vector<double> link_tie_;  // per link: its key's factor at equal levels
   std::vector<FlowCounters> flow_counters_;
   // Faults, per directed link / NIC / node.
   std::vector<bool> link_down_;
@@ -367,6 +375,8 @@ class LiveModel {
   std::vector<double> fill_frozen_bps_;
   std::vector<int> fill_unfrozen_;
   std::vector<char> fill_flow_frozen_;
+  std::vector<double> fill_rate_;
+  std::vector<int> fill_bottleneck_;
   // SettlePorts' scratch: what a port's sums read of each flow, and each port's marking.
   struct SettleFlow {
     double rate_bps;
