@@ -309,7 +309,11 @@ struct JobState {
   double first_iteration_s = 0;
   bool stalled = false;
   size_t flow_offset = 0;  // of its phase's flows in the model, when in a phase
+  int solved_stage = 0;    // its stage when the model was last given flows
+  // paths is read off the model only when asked for, or before the model changes under a
+  // job that has left the phase it was solved in: pending until then.
   PathCongestion paths;
+  bool paths_pending = false;
 };
 
 struct FaultState {
@@ -330,6 +334,7 @@ struct Twin::State {
   absl::flat_hash_map<std::string, int> node_by_name;
   absl::flat_hash_map<std::string, int> cable_by_name;
   std::vector<std::string> cable_names;  // per cable (link / 2)
+  std::vector<double> link_delay_s;      // per link: its propagation delay
   std::vector<JobState> jobs;
   std::vector<FaultState> faults;
   int next_fault_id = 1;
@@ -359,10 +364,12 @@ struct Twin::State {
   void AddFlowRates(int f, double loss, double goodput_share);
   void AddPauseRates(int nic);
   void UpdateJobs(const std::vector<double>& goodput_bps);
-  PathCongestion PathsOf(const JobState& job, size_t flows) const;
+  PathCongestion PathsOf(const JobState& job) const;  // of its solved phase's flows
   double PortDropShare(int link) const;
   double CnpDeliveredShare(const std::vector<int>& path, bool lossy) const;
   void ApplyFaults();
+  // Before the model changes: the paths of jobs that left their solved phase, as it was.
+  void KeepPathsOfJobsLeavingTheModel();
   double NextFlapEdgeS() const;
   bool ApplyDueFlapEdges();
   void Integrate(double dt_s);
@@ -421,6 +428,7 @@ absl::StatusOr<Twin> Twin::Create(TwinTopology topology, const DcqcnParams& para
     state->node_nics[fabric.nics()[i].node].push_back(i);
   }
   state->cable_nic.assign(num_links, -1);
+  for (const Link& link : fabric.links()) state->link_delay_s.push_back(link.propagation_delay_s);
   state->gray_loss.assign(num_links, 0);
   state->link_down.assign(num_links, false);
   state->link_scale.assign(num_links, 1);
@@ -511,10 +519,12 @@ absl::Status Twin::State::Refresh() {
 }
 
 absl::Status Twin::State::SetFlows() {
+  KeepPathsOfJobsLeavingTheModel();
   std::vector<FlowSpec> flows;
   flow_classes.clear();
   for (JobState& job : jobs) {
     job.flow_offset = flows.size();
+    job.solved_stage = job.progress.stage;
     if (job.progress.stage == 0) continue;
     for (FlowSpec flow : job.phases[job.progress.stage - 1].flows) {
       const NicState& src = nics[flow.src_nic];
@@ -544,6 +554,7 @@ absl::Status Twin::State::SetFlows() {
 }
 
 void Twin::State::PushNicParams() {
+  KeepPathsOfJobsLeavingTheModel();
   std::vector<DcqcnParams> sets = {params};
   std::vector<int> set_of_nic(nics.size(), 0);
   absl::flat_hash_map<std::string, int> set_by_key = {{"", 0}};
@@ -581,6 +592,7 @@ PortScheduler SchedulerOf(const NodeQos& qos) {
 
 // A NIC's uplink runs the NIC's own DCB; every switch port the fabric-wide switch DCB.
 void Twin::State::PushSchedulers() {
+  KeepPathsOfJobsLeavingTheModel();
   const std::vector<Link>& links = topology.fabric.links();
   const PortScheduler at_switch = SchedulerOf(switch_qos);
   std::vector<PortScheduler> per_link(links.size(), at_switch);
@@ -627,9 +639,9 @@ void Twin::State::ComputeRates() {
     for (int k : flow.path) {
       delivered *= (1 - gray_loss[k]) * (flow_classes[f].lossless ? 1 : 1 - PortDropShare(k));
     }
-    const double window_packets = flow.rate_bps / 8 * 2 *
-                                  topology.fabric.PathDelaySeconds(flow.path) /
-                                  params.packet_bytes;
+    double path_delay_s = 0;  // as Fabric::PathDelaySeconds, from a table
+    for (int k : flow.path) path_delay_s += link_delay_s[k];
+    const double window_packets = flow.rate_bps / 8 * 2 * path_delay_s / params.packet_bytes;
     const double goodput_share = GoBackNGoodputShare(1 - delivered, window_packets);
     goodput_bps[f] = flow.rate_bps * goodput_share;
     AddFlowRates(f, 1 - delivered, goodput_share);
@@ -680,6 +692,7 @@ void Twin::State::AddPauseRates(int i) {
   nic.pause_priority = nic.Pfc(priority) ? static_cast<int>(priority) : -1;
   if (nic.pause_priority < 0) return;
   const PortState& port = model.nic_port(i);
+  if (port.pause_rx_share == 0 && port.pause_tx_share == 0) return;  // the rates stay 0
   const double link_bps = topology.fabric.nics()[i].bps;
   nic.rates[kRxPauseUs] = port.pause_rx_share * 1e6;
   nic.rates[kTxPauseUs] = port.pause_tx_share * 1e6;
@@ -690,8 +703,19 @@ void Twin::State::AddPauseRates(int i) {
   if (nic.rates[kXmitBytes] > 0) nic.rates[kXmitWaitUs] = port.pause_rx_share * 1e6;
 }
 
-PathCongestion Twin::State::PathsOf(const JobState& job, size_t flows) const {
+void Twin::State::KeepPathsOfJobsLeavingTheModel() {
+  for (JobState& job : jobs) {
+    if (job.paths_pending && job.progress.stage != job.solved_stage) {
+      job.paths = PathsOf(job);
+      job.paths_pending = false;
+    }
+  }
+}
+
+PathCongestion Twin::State::PathsOf(const JobState& job) const {
   PathCongestion paths;
+  if (job.solved_stage == 0) return paths;
+  const size_t flows = job.phases[job.solved_stage - 1].flows.size();
   auto worse = [](const PortState& a, const PortState& b) {
     return std::tie(a.pause_rx_share, a.queue_bytes, a.utilization) >
            std::tie(b.pause_rx_share, b.queue_bytes, b.utilization);
@@ -724,7 +748,7 @@ void Twin::State::UpdateJobs(const std::vector<double>& goodput_bps) {
                                     goodput_bps.begin() + job.flow_offset + phase.flows.size());
     job.progress.progress_per_s = PhaseProgressPerS(phase, rates);
     job.stalled |= !(job.progress.progress_per_s > 0);
-    job.paths = PathsOf(job, phase.flows.size());
+    job.paths_pending = true;  // PathsOf when asked for: most solves nobody asks
   }
 }
 
@@ -781,6 +805,7 @@ absl::Status Twin::State::CheckFault(TwinFault* fault) const {
 // Puts the active faults into the live model (from a clean slate, so clearing one
 // restores exactly what the others leave) and counts link_downed on NIC cables that go down.
 void Twin::State::ApplyFaults() {
+  KeepPathsOfJobsLeavingTheModel();
   const int num_links = static_cast<int>(link_down.size());
   std::vector<bool> down(num_links, false);
   std::vector<double> scale(num_links, 1);
@@ -937,7 +962,7 @@ std::vector<TwinJobStatus> Twin::jobs() const {
     status.last = job.last;
     status.first_iteration_s = job.first_iteration_s;
     status.stalled = job.stalled;
-    status.paths = job.paths;
+    status.paths = job.paths_pending ? state_->PathsOf(job) : job.paths;
   }
   return out;
 }
