@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
+#include <cstring>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,13 +18,8 @@ constexpr double kSwitchPortTieBreak = 1 + 1e-9;
 // just what its flows get elsewhere is not what freezes them.
 constexpr double kClassShareTieBreak = 1 + 2e-9;
 
-struct Event {
-  double key;    // when (in the common fill level) this saturates; the heap's order
-  double level;  // the fill level itself
-  int id;        // link id, or -(flow id) - 1 for a flow's demand
-  int version;   // a link's version when pushed; stale entries are skipped
-  bool operator>(const Event& other) const { return key > other.key; }
-};
+// Fixed points kept across solves, at most (the memo starts again past this).
+constexpr size_t kFixedPointsKept = 1 << 16;
 
 }  // namespace
 
@@ -46,7 +41,11 @@ LiveModel::LiveModel(Fabric fabric, const DcqcnParams& params)
   const int num_links = static_cast<int>(fabric_.links().size());
   ports_.resize(num_links);
   link_counters_.resize(num_links);
-  flows_on_link_.resize(num_links);
+  link_flows_begin_.assign(num_links + 1, 0);
+  link_tie_.resize(num_links);
+  for (int k = 0; k < num_links; ++k) {
+    link_tie_[k] = fabric_.links()[k].from.kind == Vertex::Kind::kSwitch ? kSwitchPortTieBreak : 1;
+  }
   ClearFaults();
 }
 
@@ -154,16 +153,38 @@ void LiveModel::Route() {
       flow_states_[i].path.clear();
     }
   }
-  for (std::vector<int>& on : flows_on_link_) on.clear();
+  IndexFlowsOnLinks();
+}
+
+void LiveModel::IndexFlowsOnLinks() {
+  // The paths too, one after another in one array.
+  flow_links_begin_.resize(flow_states_.size() + 1);
+  flow_links_.clear();
   for (size_t i = 0; i < flow_states_.size(); ++i) {
-    for (int k : flow_states_[i].path) flows_on_link_[k].push_back(static_cast<int>(i));
+    flow_links_begin_[i] = static_cast<int>(flow_links_.size());
+    flow_links_.insert(flow_links_.end(), flow_states_[i].path.begin(), flow_states_[i].path.end());
+  }
+  flow_links_begin_.back() = static_cast<int>(flow_links_.size());
+  // Counting sort into one array: a link's flows lie together, in flow order.
+  std::fill(link_flows_begin_.begin(), link_flows_begin_.end(), 0);
+  for (const FlowState& flow : flow_states_) {
+    for (int k : flow.path) ++link_flows_begin_[k + 1];
+  }
+  for (size_t k = 1; k < link_flows_begin_.size(); ++k) {
+    link_flows_begin_[k] += link_flows_begin_[k - 1];
+  }
+  link_flows_.resize(link_flows_begin_.back());
+  std::vector<int>& next = link_flows_fill_;
+  next.assign(link_flows_begin_.begin(), link_flows_begin_.end() - 1);
+  for (size_t i = 0; i < flow_states_.size(); ++i) {
+    for (int k : flow_states_[i].path) link_flows_[next[k]++] = static_cast<int>(i);
   }
 }
 
 absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
   // Jobs that come and go bring new source ports: keep the cache to a few times the flows.
   if (all_up_routes_.size() > 4 * flows.size() + kRoutesKeptAtLeast) all_up_routes_.clear();
-  std::vector<FlowState> states(flows.size());
+  std::vector<const std::vector<int>*> paths(flows.size());
   for (size_t i = 0; i < flows.size(); ++i) {
     const FlowSpec& f = flows[i];
     if (!(f.demand_bps > 0)) {  // also refuses NaN
@@ -182,10 +203,22 @@ absl::Status LiveModel::SetFlows(std::vector<FlowSpec> flows) {
       return absl::Status(path.status().code(),
                           absl::StrCat("flows[", i, "]: ", path.status().message()));
     }
+    paths[i] = *path;
   }
   specs_ = std::move(flows);
-  flow_states_ = std::move(states);
-  Route();
+  // The old states' path vectors are reused: a solve allocates nothing per flow.
+  flow_states_.resize(specs_.size());
+  for (size_t i = 0; i < flow_states_.size(); ++i) {
+    std::vector<int> path = std::move(flow_states_[i].path);
+    flow_states_[i] = FlowState();
+    path.assign(paths[i]->begin(), paths[i]->end());
+    flow_states_[i].path = std::move(path);
+  }
+  if (std::find(link_down_.begin(), link_down_.end(), true) != link_down_.end()) {
+    Route();
+  } else {
+    IndexFlowsOnLinks();
+  }
   flow_counters_.assign(flow_states_.size(), FlowCounters());
   link_counters_.assign(fabric_.links().size(), LinkCounters());
   time_s_ = 0;
@@ -211,7 +244,7 @@ void LiveModel::ApplyPfc() {
   for (int k = 0; k < num_links; ++k) {
     if (storm_share_[k] <= 0) continue;
     double arrival_bps = 0;
-    for (int f : flows_on_link_[k]) arrival_bps += Lossless(f) ? flow_states_[f].offered_bps : 0;
+    for (int f : flows_on_link(k)) arrival_bps += Lossless(f) ? flow_states_[f].offered_bps : 0;
     const double served_bps = (1 - storm_share_[k]) * capacity_bps_[k];
     if (arrival_bps > served_bps) {
       sigma[k] = served_bps / arrival_bps;
@@ -265,7 +298,7 @@ void LiveModel::PauseBehindUncontrolledFlows() {
 void LiveModel::MarkBacklogged(int link) {
   if (capacity_bps_[link] <= 0) return;
   double throughput_bps = 0;
-  for (int f : flows_on_link_[link]) throughput_bps += flow_states_[f].rate_bps;
+  for (int f : flows_on_link(link)) throughput_bps += flow_states_[f].rate_bps;
   pause_share_[link] = std::max(pause_share_[link],
                                 std::clamp(1 - throughput_bps / capacity_bps_[link], 0.0, 1.0));
 }
@@ -276,75 +309,106 @@ void LiveModel::FillRates(const std::vector<ClassShare>& shares) {
   const int num_links = static_cast<int>(links.size());
   // Resources: links [0, num_links), then the class shares.
   const int num_resources = num_links + static_cast<int>(shares.size());
-  std::vector<double> frozen_bps(num_resources, 0);
-  std::vector<int> unfrozen(num_resources, 0);
-  std::vector<int> version(num_resources, 0);
-  std::vector<bool> frozen(num_flows, false);
+  std::vector<double>& frozen_bps = fill_frozen_bps_;
+  std::vector<int>& unfrozen = fill_unfrozen_;
+  std::vector<char>& frozen = fill_flow_frozen_;
+  frozen_bps.assign(num_resources, 0);
+  unfrozen.assign(num_resources, 0);
+  frozen.assign(num_flows, false);
   std::vector<std::vector<int>> shares_of_flow(shares.empty() ? 0 : num_flows);
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
-
-  auto members = [&](int r) -> const std::vector<int>& {
-    return r < num_links ? flows_on_link_[r] : shares[r - num_links].flows;
+  // A min-heap on (key, id): equal keys fall to the lower id (a demand before any
+  // resource), so ties resolve the same way whatever else is in the heap. A resource's
+  // entry may be stale: freezing one of its flows only raises its key (the level left
+  // for the others), so the entry is a lower bound, pushed again at the current key when
+  // it comes up.
+  std::vector<FillEvent>& heap = fill_heap_;
+  heap.clear();
+  auto later = [](const FillEvent& a, const FillEvent& b) {
+    return a.key > b.key || (a.key == b.key && a.id > b.id);
   };
-  auto push_link = [&](int k) {
+  auto members = [&](int r) -> absl::Span<const int> {
+    return r < num_links ? flows_on_link(r) : absl::MakeConstSpan(shares[r - num_links].flows);
+  };
+  auto tie_of = [&](int k) { return k < num_links ? link_tie_[k] : kClassShareTieBreak; };
+  auto level_of = [&](int k) {
     const double capacity =
         k < num_links ? capacity_bps_[k] : shares[k - num_links].capacity_bps;
-    const double level = std::max(0.0, capacity - frozen_bps[k]) / unfrozen[k];
-    double tie = 1;
-    if (k >= num_links) {
-      tie = kClassShareTieBreak;
-    } else if (links[k].from.kind == Vertex::Kind::kSwitch) {
-      tie = kSwitchPortTieBreak;
-    }
-    heap.push({level * tie, level, k, version[k]});
+    return std::max(0.0, capacity - frozen_bps[k]) / unfrozen[k];
   };
   for (int s = 0; s < static_cast<int>(shares.size()); ++s) {
     for (int f : shares[s].flows) shares_of_flow[f].push_back(num_links + s);
   }
+  // A flow's first link keeps a key of at most its capacity × tie while the flow is
+  // unfrozen, so a link keyed above every such bound from the start (its key only rises)
+  // never comes up holding an unfrozen flow: it stays out of the heap (a NIC's downlink
+  // fed by one flow at line rate, the common case).
+  double first_link_bound = 0;
+  for (const FlowState& flow : flow_states_) {
+    if (flow.path.empty()) continue;
+    const int k = flow.path.front();
+    first_link_bound = std::max(first_link_bound, capacity_bps_[k] * tie_of(k));
+  }
   for (int k = 0; k < num_resources; ++k) {
     unfrozen[k] = static_cast<int>(members(k).size());
-    if (unfrozen[k] > 0) push_link(k);
+    if (unfrozen[k] == 0) continue;
+    const double key = level_of(k) * tie_of(k);
+    if (k < num_links && key > first_link_bound) continue;
+    heap.push_back({key, k});
   }
   const std::vector<Nic>& nics = fabric_.nics();
   for (int f = 0; f < num_flows; ++f) {
     const bool silent = flow_states_[f].path.empty() || node_dead_[nics[specs_[f].src_nic].node] ||
                         node_dead_[nics[specs_[f].dst_nic].node];
     const double demand = silent ? 0 : specs_[f].demand_bps;
-    if (std::isfinite(demand)) heap.push({demand, demand, -f - 1, 0});
+    if (std::isfinite(demand)) heap.push_back({demand, -f - 1});
   }
+  std::make_heap(heap.begin(), heap.end(), later);
   double level = 0;
   auto take = [&](int k) {
     frozen_bps[k] += level;
     --unfrozen[k];
-    ++version[k];
-    if (unfrozen[k] > 0) push_link(k);
   };
+  std::vector<double>& rate = fill_rate_;
+  std::vector<int>& bottleneck_of = fill_bottleneck_;
+  rate.resize(num_flows);
+  bottleneck_of.resize(num_flows);
   auto freeze = [&](int f, int bottleneck) {
     frozen[f] = true;
-    flow_states_[f].offered_bps = level;
-    flow_states_[f].rate_bps = level;
-    flow_states_[f].bottleneck_link = bottleneck;
-    for (int k : flow_states_[f].path) take(k);
+    rate[f] = level;
+    bottleneck_of[f] = bottleneck;
+    for (int k : flow_path(f)) take(k);
     if (!shares.empty()) {
       for (int k : shares_of_flow[f]) take(k);
     }
   };
   while (!heap.empty()) {
-    const Event e = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const FillEvent e = heap.back();
+    heap.pop_back();
     if (e.id < 0) {
       const int f = -e.id - 1;
       if (frozen[f]) continue;
-      level = std::max(level, e.level);
+      level = std::max(level, e.key);  // a demand's key is its level
       freeze(f, -1);
       continue;
     }
-    if (e.version != version[e.id] || unfrozen[e.id] == 0) continue;
-    level = std::max(level, e.level);
+    if (unfrozen[e.id] == 0) continue;
+    const double at = level_of(e.id);
+    const double key = at * tie_of(e.id);
+    if (key > e.key) {  // stale: up again at its current key
+      heap.push_back({key, e.id});
+      std::push_heap(heap.begin(), heap.end(), later);
+      continue;
+    }
+    level = std::max(level, at);
     const int port = e.id < num_links ? e.id : shares[e.id - num_links].link;
     for (int f : members(e.id)) {
       if (!frozen[f]) freeze(f, port);
     }
+  }
+  for (int f = 0; f < num_flows; ++f) {
+    flow_states_[f].offered_bps = flow_states_[f].rate_bps = rate[f];
+    flow_states_[f].bottleneck_link = bottleneck_of[f];
   }
 }
 
@@ -385,6 +449,7 @@ absl::Status LiveModel::SetNicParams(std::vector<DcqcnParams> param_sets,
   if (set_of_nic.empty()) param_sets.clear();
   nic_param_sets_ = std::move(param_sets);
   nic_param_set_ = std::move(set_of_nic);
+  fixed_point_memo_.clear();  // a set index may name other parameters now
   Solve();
   return absl::OkStatus();
 }
@@ -394,15 +459,32 @@ void LiveModel::SettlePorts() {
   const std::vector<Nic>& nics = fabric_.nics();
   absl::flat_hash_map<std::tuple<int, int, int64_t>, FixedPoint> cache;
   fixed_points_computed_ = 0;
+  // What the ports' sums read of a flow, packed: each flow is read once per port it crosses.
+  std::vector<SettleFlow>& packed = settle_flows_;
+  packed.resize(flow_states_.size());
+  for (size_t f = 0; f < packed.size(); ++f) {
+    packed[f] = {flow_states_[f].rate_bps,
+                 std::min(specs_[f].demand_bps, nics[specs_[f].src_nic].bps),
+                 flow_states_[f].bottleneck_link, specs_[f].priority};
+  }
+  port_marks_.assign(links.size(), 0);
   for (int k = 0; k < static_cast<int>(links.size()); ++k) {
+    if (flows_on_link(k).empty() && ports_[k].flows == 0) {
+      // Idle before and now: only what faults change can differ from an idle port's.
+      ports_[k].capacity_bps = capacity_bps_[k];
+      ports_[k].pause_rx_share = pause_share_[k];
+      ports_[k].pause_tx_share = pause_share_[k ^ 1];
+      continue;
+    }
     PortState port;
-    for (int f : flows_on_link_[k]) {
-      port.rate_bps += flow_states_[f].rate_bps;
+    const std::array<int, kNumPriorities>& tc_of = scheduler(k).priority_to_tc;
+    for (int f : flows_on_link(k)) {
+      const SettleFlow& flow = packed[f];
+      port.rate_bps += flow.rate_bps;
       ++port.flows;
-      port.offered_bps += std::min(specs_[f].demand_bps, nics[specs_[f].src_nic].bps);
-      if (flow_states_[f].bottleneck_link == k) ++port.bottlenecked_flows;
-      port.class_rate_bps[scheduler(k).priority_to_tc[specs_[f].priority]] +=
-          flow_states_[f].rate_bps;
+      port.offered_bps += flow.offered_bps;
+      if (flow.bottleneck_link == k) ++port.bottlenecked_flows;
+      port.class_rate_bps[tc_of[flow.priority]] += flow.rate_bps;
     }
     port.capacity_bps = capacity_bps_[k];
     port.utilization = port.capacity_bps > 0 ? port.rate_bps / port.capacity_bps : 0;
@@ -411,17 +493,20 @@ void LiveModel::SettlePorts() {
     port.congested = links[k].from.kind == Vertex::Kind::kSwitch && port.bottlenecked_flows > 0 &&
                      port.offered_bps > port.capacity_bps * kSwitchPortTieBreak;
     if (port.congested) SettleCongestedPort(k, &cache, &port);
+    port_marks_[k] = port.mark_probability;
     ports_[k] = port;
   }
+  const double packet_bits = params_.packet_bytes * 8;
   for (int f = 0; f < static_cast<int>(flow_states_.size()); ++f) {
     FlowState& flow = flow_states_[f];
-    const DcqcnParams& params = SenderParams(f);
     double unmarked = 1;
     // Only the lossless priority's queue is modelled (and marks).
-    for (int k : flow.path) unmarked *= Lossless(f) ? 1 - ports_[k].mark_probability : 1;
+    if (Lossless(f)) {
+      for (int k : flow_path(f)) unmarked *= 1 - port_marks_[k];
+    }
     flow.mark_probability = 1 - unmarked;
-    flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / (params_.packet_bytes * 8);
-    flow.cnps_per_s = CnpsPerSecond(flow.marked_packets_per_s, params.tau_us * 1e-6);
+    flow.marked_packets_per_s = flow.mark_probability * flow.rate_bps / packet_bits;
+    flow.cnps_per_s = CnpsPerSecond(flow.marked_packets_per_s, SenderParams(f).tau_us * 1e-6);
   }
 }
 
@@ -433,7 +518,7 @@ void LiveModel::SettleCongestedPort(
   std::vector<int> senders_per_set(std::max<size_t>(1, nic_param_sets_.size()), 0);
   int held_flows = 0;       // of the lossless priority: DCQCN's N here
   double lossless_bps = 0;  // what the marking queue carries
-  for (int f : flows_on_link_[link]) {
+  for (int f : flows_on_link(link)) {
     if (!Lossless(f)) continue;
     lossless_bps += flow_states_[f].rate_bps;
     if (flow_states_[f].bottleneck_link != link) continue;
@@ -460,10 +545,7 @@ void LiveModel::SettleCongestedPort(
   const std::tuple<int, int, int64_t> key = {set, held_flows, std::llround(capacity)};
   auto it = cache->find(key);
   if (it == cache->end()) {
-    DcqcnParams at_port = params;
-    at_port.capacity_bps = capacity;
-    // Valid by construction: Create / SetNicParams checked the rest, capacity ≥ R_AI > 0.
-    it = cache->emplace(key, ClosedFormFixedPoint(at_port, held_flows).value()).first;
+    it = cache->emplace(key, MemoizedFixedPoint(params, set, held_flows, capacity)).first;
     ++fixed_points_computed_;
   }
   const FixedPoint& fp = it->second;
@@ -474,6 +556,21 @@ void LiveModel::SettleCongestedPort(
     port->settled = false;
   }
   port->marked_packets_per_s = port->mark_probability * lossless_bps / packet_bits;
+}
+
+const FixedPoint& LiveModel::MemoizedFixedPoint(const DcqcnParams& params, int set, int flows,
+                                                double capacity_bps) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &capacity_bps, sizeof bits);
+  if (fixed_point_memo_.size() >= kFixedPointsKept) fixed_point_memo_.clear();
+  auto [it, inserted] = fixed_point_memo_.try_emplace({set, flows, bits});
+  if (inserted) {
+    DcqcnParams at_port = params;
+    at_port.capacity_bps = capacity_bps;
+    // Valid by construction: Create / SetNicParams checked the rest, capacity ≥ R_AI > 0.
+    it->second = ClosedFormFixedPoint(at_port, flows).value();
+  }
+  return it->second;
 }
 
 double PauseFramesPerSecond(double pause_share, double link_bps) {
@@ -613,17 +710,21 @@ absl::Status LiveModel::SetPortSchedulers(std::vector<PortScheduler> per_link) {
 // moving. The first pass takes every TC to want all it can get.
 void LiveModel::FillScheduledRates() {
   std::vector<ClassShare> shares;
-  for (int k = 0; k < static_cast<int>(flows_on_link_.size()); ++k) {
-    if (flows_on_link_[k].empty()) continue;
+  // Flows all on one priority (every job on RoCE, the common case) meet in one class.
+  const bool one_priority =
+      std::all_of(specs_.begin(), specs_.end(),
+                  [&](const FlowSpec& f) { return f.priority == specs_.front().priority; });
+  for (int k = 0; k < static_cast<int>(fabric_.links().size()) && !one_priority; ++k) {
+    if (flows_on_link(k).empty()) continue;
     const PortScheduler& s = scheduler(k);
     auto tc_of = [&](int f) { return s.priority_to_tc[specs_[f].priority]; };
-    const int first_tc = tc_of(flows_on_link_[k].front());
-    if (std::all_of(flows_on_link_[k].begin(), flows_on_link_[k].end(),
+    const int first_tc = tc_of(flows_on_link(k).front());
+    if (std::all_of(flows_on_link(k).begin(), flows_on_link(k).end(),
                     [&](int f) { return tc_of(f) == first_tc; })) {
       continue;  // one class: the link is its resource
     }
     std::array<std::vector<int>, kNumTrafficClasses> by_tc;
-    for (int f : flows_on_link_[k]) by_tc[tc_of(f)].push_back(f);
+    for (int f : flows_on_link(k)) by_tc[tc_of(f)].push_back(f);
     for (int tc = 0; tc < kNumTrafficClasses; ++tc) {
       if (!by_tc[tc].empty()) shares.push_back({k, tc, 0, std::move(by_tc[tc])});
     }
@@ -636,7 +737,7 @@ void LiveModel::FillScheduledRates() {
   }
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> need(shares.size(), inf);
-  const int num_links = static_cast<int>(flows_on_link_.size());
+  const int num_links = static_cast<int>(fabric_.links().size());
   std::vector<std::vector<int>> shares_of_flow(flow_states_.size());
   for (size_t i = 0; i < shares.size(); ++i) {
     for (int f : shares[i].flows) shares_of_flow[f].push_back(static_cast<int>(i));

@@ -22,7 +22,8 @@
 // Advance(duration) adds rate × duration to monotonic counters (bytes, packets, marked
 // packets, CNPs per flow; bytes, packets, marked packets per link) so agents can read
 // counters as from a NIC. Advance costs O(flows + links); Solve costs
-// O(Σ path lengths · log links) plus one fixed point per distinct (N, residual capacity).
+// O(Σ path lengths · log links) plus one fixed point per (parameter set, N, residual
+// capacity) not met in an earlier solve (they are kept, up to 65,536).
 //
 // Faults, injected and cleared at run time (they persist across SetFlows; counters keep
 // counting): a cable down (both directions at capacity 0; every flow is routed again with
@@ -95,8 +96,10 @@
 // the largest rate, not its demand — wants all it can get; otherwise it needs the sum of
 // its flows' rates), until no TC's capacity moves (kMaxSchedulerPasses;
 // scheduler_passes() and scheduler_settled() say how it went; each pass is one
-// progressive filling). At equal levels links freeze flows before class shares and a
-// NIC's link before a switch port. The default scheduler maps every
+// progressive filling). At equal levels links freeze flows before class shares, a NIC's
+// link before a switch port, and then the lower id, so a tie falls the same way whatever
+// else the fabric carries (a ToR's uplink, built before the spine's port toward the next
+// rack, holds the flows both would). The default scheduler maps every
 // priority to TC 0, which gets the whole port: the model without classes, exactly.
 // What it is not: packet-level (no per-packet round robin, no queue of the non-RoCE TCs,
 // no burst a strict TC takes from the others); a port's scheduler serves what reaches
@@ -124,9 +127,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "sim/dcqcn_fluid.h"
 #include "sim/fabric.h"
 
@@ -295,6 +299,7 @@ class LiveModel {
   absl::StatusOr<const std::vector<int>*> CachedPath(const FlowTuple& tuple,
                                                      bool around_down_links);
   void Route();
+  void IndexFlowsOnLinks();
   void Solve();
   // A traffic class at a port where two or more meet: a resource of progressive filling.
   struct ClassShare {
@@ -317,6 +322,10 @@ class LiveModel {
   void SettlePorts();
   void SettleCongestedPort(int link, absl::flat_hash_map<std::tuple<int, int, int64_t>,
                                                          FixedPoint>* cache, PortState* port);
+  // ClosedFormFixedPoint of a parameter set at exactly this capacity, kept across solves
+  // (jobs whose phases do not change leave most ports' shares as they were).
+  const FixedPoint& MemoizedFixedPoint(const DcqcnParams& params, int set, int flows,
+                                       double capacity_bps);
   const DcqcnParams& SenderParams(int flow) const;
 
   Fabric fabric_;
@@ -326,7 +335,23 @@ class LiveModel {
   std::vector<FlowSpec> specs_;
   std::vector<FlowState> flow_states_;
   std::vector<PortState> ports_;
-  std::vector<std::vector<int>> flows_on_link_;
+  // The flows crossing each link, in flow order, all links' in one array: link k's are
+  // link_flows_[link_flows_begin_[k], link_flows_begin_[k + 1]).
+  absl::Span<const int> flows_on_link(int k) const {
+    return absl::MakeConstSpan(link_flows_.data() + link_flows_begin_[k],
+                               link_flows_.data() + link_flows_begin_[k + 1]);
+  }
+  std::vector<int> link_flows_begin_;
+  std::vector<int> link_flows_;
+  std::vector<int> link_flows_fill_;  // IndexFlowsOnLinks' scratch
+  // Flow f's path again, all paths in one array: [flow_links_begin_[f], ...[f + 1]).
+  absl::Span<const int> flow_path(int f) const {
+    return absl::MakeConstSpan(flow_links_.data() + flow_links_begin_[f],
+                               flow_links_.data() + flow_links_begin_[f + 1]);
+  }
+  std::vector<int> flow_links_begin_;
+  std::vector<int> flow_links_;
+  std::vector<double> link_tie_;  // per link: its key's factor at equal levels
   std::vector<FlowCounters> flow_counters_;
   // Faults, per directed link / NIC / node.
   std::vector<bool> link_down_;
@@ -336,8 +361,31 @@ class LiveModel {
   std::vector<double> capacity_bps_;  // after faults
   std::vector<double> pause_share_;   // per link: rx pause share of its egress port
   std::vector<LinkCounters> link_counters_;
-  absl::flat_hash_map<uint64_t, std::vector<int>> all_up_routes_;
-  absl::flat_hash_map<uint64_t, std::vector<int>> routes_around_down_links_;
+  // Node maps: SetFlows keeps pointers to the paths while it adds more.
+  absl::node_hash_map<uint64_t, std::vector<int>> all_up_routes_;
+  absl::node_hash_map<uint64_t, std::vector<int>> routes_around_down_links_;
+  // Per (parameter set, N, capacity's bits); cleared with the parameter sets.
+  absl::flat_hash_map<std::tuple<int, int, uint64_t>, FixedPoint> fixed_point_memo_;
+  // Progressive filling's scratch, kept between solves so a solve allocates nothing.
+  struct FillEvent {
+    double key;  // when (in the common fill level) this saturates; the heap's order
+    int id;      // resource id, or -(flow id) - 1 for a flow's demand (level = key)
+  };
+  std::vector<FillEvent> fill_heap_;
+  std::vector<double> fill_frozen_bps_;
+  std::vector<int> fill_unfrozen_;
+  std::vector<char> fill_flow_frozen_;
+  std::vector<double> fill_rate_;
+  std::vector<int> fill_bottleneck_;
+  // SettlePorts' scratch: what a port's sums read of each flow, and each port's marking.
+  struct SettleFlow {
+    double rate_bps;
+    double offered_bps;  // min(demand, its NIC's line rate)
+    int bottleneck_link;
+    int priority;
+  };
+  std::vector<SettleFlow> settle_flows_;
+  std::vector<double> port_marks_;
   double time_s_ = 0;
   int fixed_points_computed_ = 0;
   std::vector<PortScheduler> schedulers_;  // per link; empty: the default everywhere

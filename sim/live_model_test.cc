@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -294,6 +296,112 @@ TEST(LiveModelTest, AFlowDcqcnDoesNotHoldBackLeavesThePortUnsettledAndMarkingAll
   EXPECT_DOUBLE_EQ(model.nic_port(2).pause_rx_share, 0.5);
   EXPECT_DOUBLE_EQ(model.nic_port(1).pause_rx_share, 0);
   EXPECT_DOUBLE_EQ(controlled.nic_port(2).pause_rx_share, 0);
+}
+
+// Max-min by the book, for checking the solve: raise every unfrozen flow's rate together,
+// freeze the flows of whatever fills first (a link or a demand), again until none is left.
+std::vector<double> ReferenceMaxMin(const Fabric& fabric, const std::vector<FlowSpec>& specs,
+                                    const std::vector<FlowState>& flows) {
+  const int n = static_cast<int>(flows.size());
+  std::vector<double> rate(n, 0);
+  std::vector<bool> frozen(n, false);
+  for (int left = n; left > 0;) {
+    std::vector<double> used(fabric.links().size(), 0);
+    std::vector<int> unfrozen(fabric.links().size(), 0);
+    for (int f = 0; f < n; ++f) {
+      for (int k : flows[f].path) (frozen[f] ? used[k] += rate[f] : ++unfrozen[k]);
+    }
+    double level = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < used.size(); ++k) {
+      if (unfrozen[k] > 0) {
+        level = std::min(level, (fabric.links()[k].capacity_bps - used[k]) / unfrozen[k]);
+      }
+    }
+    for (int f = 0; f < n; ++f) {
+      if (!frozen[f]) level = std::min(level, specs[f].demand_bps);
+    }
+    for (int f = 0; f < n; ++f) {
+      if (frozen[f]) continue;
+      bool full = specs[f].demand_bps <= level * (1 + 1e-12);
+      for (int k : flows[f].path) {
+        full |= (fabric.links()[k].capacity_bps - used[k]) / unfrozen[k] <= level * (1 + 1e-12);
+      }
+      if (full) {
+        rate[f] = level;
+        frozen[f] = true;
+        --left;
+      }
+    }
+  }
+  return rate;
+}
+
+TEST(LiveModelTest, RatesAreMaxMinAndEachFlowIsFrozenWhereItIsALargestFlowOfAFullPort) {
+  const LeafSpineOptions o{.racks = 4, .nodes_per_rack = 4, .nics_per_node = 2,
+                           .uplinks_per_tor = 2, .spines = 2, .oversubscription = 2};
+  const Fabric fabric = BuildLeafSpine(o).value();
+  const int nics = static_cast<int>(fabric.nics().size());
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<FlowSpec> specs;
+    for (int i = 0; i < 40; ++i) {
+      FlowSpec f;
+      f.src_nic = static_cast<int>(rng() % nics);
+      f.dst_nic = static_cast<int>((f.src_nic + 1 + rng() % (nics - 1)) % nics);
+      f.udp_src_port = static_cast<uint16_t>(49152 + rng() % 1000);
+      if (rng() % 4 == 0) f.demand_bps = 1e9 * (1 + rng() % 60);
+      specs.push_back(f);
+    }
+    LiveModel model = MakeModel(o, Conext16(), specs);
+    const std::vector<double> want = ReferenceMaxMin(fabric, specs, model.flows());
+    std::vector<double> sum(fabric.links().size(), 0), largest(fabric.links().size(), 0);
+    for (const FlowState& flow : model.flows()) {
+      for (int k : flow.path) {
+        sum[k] += flow.rate_bps;
+        largest[k] = std::max(largest[k], flow.rate_bps);
+      }
+    }
+    for (size_t f = 0; f < specs.size(); ++f) {
+      const FlowState& flow = model.flows()[f];
+      SCOPED_TRACE(absl::StrCat("trial ", trial, ", flow ", f));
+      EXPECT_NEAR(flow.rate_bps, want[f], 1e-6 * want[f]);
+      if (flow.bottleneck_link < 0) {
+        EXPECT_NEAR(flow.rate_bps, specs[f].demand_bps, 1e-6 * flow.rate_bps);
+        continue;
+      }
+      const int k = flow.bottleneck_link;
+      EXPECT_GE(sum[k], fabric.links()[k].capacity_bps * (1 - 1e-6));
+      EXPECT_GE(flow.rate_bps, largest[k] * (1 - 1e-6));
+    }
+  }
+}
+
+TEST(LiveModelTest, PortsFullAtTheSameLevelGiveTheFlowsToTheLowerLinkIdWhateverElseRuns) {
+  // Two flows rack 0 -> rack 1 fill rack 0's uplink and the spine's port toward rack 1
+  // (100 Gb/s each) at the same 50 Gb/s: the ToR's uplink, the lower link id, holds them.
+  LeafSpineOptions o = Racks(2, 2, 100e9);
+  o.oversubscription = 2;
+  const std::vector<FlowSpec> pair = {{.src_nic = 0, .dst_nic = 2}, {.src_nic = 1, .dst_nic = 3}};
+  const LiveModel alone = MakeModel(o, Conext16(), pair);
+  const std::vector<int>& path = alone.flows()[0].path;
+  ASSERT_EQ(path.size(), 4u);
+  ASSERT_LT(path[1], path[2]);
+  for (const FlowState& flow : alone.flows()) {
+    EXPECT_NEAR(flow.rate_bps, 50e9, 1);
+    EXPECT_EQ(flow.bottleneck_link, path[1]);
+  }
+  EXPECT_TRUE(alone.ports()[path[1]].congested);
+  EXPECT_FALSE(alone.ports()[path[2]].congested);
+  // Other flows (inside rack 1, and rack 1 to rack 0) change nothing of that.
+  std::vector<FlowSpec> more = pair;
+  more.push_back({.src_nic = 3, .dst_nic = 2});
+  more.push_back({.src_nic = 2, .dst_nic = 1});
+  const LiveModel busy = MakeModel(o, Conext16(), more);
+  for (int f = 0; f < 2; ++f) {
+    EXPECT_EQ(busy.flows()[f].bottleneck_link, path[1]);
+    EXPECT_EQ(busy.flows()[f].rate_bps, alone.flows()[f].rate_bps);
+  }
+  EXPECT_EQ(busy.ports()[path[1]].queue_bytes, alone.ports()[path[1]].queue_bytes);
 }
 
 TEST(LiveModelTest, RefusesBadInput) {

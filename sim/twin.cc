@@ -259,22 +259,34 @@ struct NicState {
   Counters rates{};
   int pause_priority = -1;  // where the pause rates go: the RoCE priority if PFC is on there
 
-  uint32_t RoceDscp() const {
-    return (qos.has_default_roce_tos() ? qos.default_roce_tos() : kDefaultRoceTos) >> 2;
+  // What the flows ask of its settings, kept from qos and cc (Derive after changing them):
+  // solves ask per flow, and protobuf maps and lists are slow to ask.
+  std::array<uint8_t, 64> priority_of_dscp{};  // PriorityOfDscp for every DSCP
+  uint8_t pfc_mask = 0, rp_mask = 0, np_mask = 0;
+  uint32_t roce_dscp = 0;
+  uint32_t cnp_priority = 0;
+
+  void Derive() {
+    for (uint32_t d = 0; d < priority_of_dscp.size(); ++d) {
+      priority_of_dscp[d] = static_cast<uint8_t>(PriorityOfDscp(qos, d));
+    }
+    pfc_mask = PriorityMask(qos.pfc_priorities());
+    rp_mask = PriorityMask(cc.rp_enabled_priorities());
+    np_mask = PriorityMask(cc.np_enabled_priorities());
+    roce_dscp = (qos.has_default_roce_tos() ? qos.default_roce_tos() : kDefaultRoceTos) >> 2;
+    // The priority its notification point sends CNPs on: np_cnp_prio, or with
+    // np_cnp_prio_mode 1 the priority its DSCP table gives np_cnp_dscp.
+    cnp_priority = cc.np_cnp_prio_mode() == 1 ? PriorityOfDscp(qos, cc.np_cnp_dscp())
+                                              : cc.np_cnp_prio();
   }
-  bool Pfc(uint32_t priority) const { return PriorityMask(qos.pfc_priorities()) >> priority & 1; }
-  bool Rp(uint32_t priority) const {
-    return PriorityMask(cc.rp_enabled_priorities()) >> priority & 1;
+  uint32_t RoceDscp() const { return roce_dscp; }
+  uint32_t Priority(uint32_t dscp) const {  // DSCPs are 6 bits
+    return dscp < priority_of_dscp.size() ? priority_of_dscp[dscp] : PriorityOfDscp(qos, dscp);
   }
-  bool Np(uint32_t priority) const {
-    return PriorityMask(cc.np_enabled_priorities()) >> priority & 1;
-  }
-  // The priority this NIC's notification point sends CNPs on: np_cnp_prio, or with
-  // np_cnp_prio_mode 1 the priority its DSCP table gives np_cnp_dscp.
-  uint32_t CnpPriority() const {
-    if (cc.np_cnp_prio_mode() == 1) return PriorityOfDscp(qos, cc.np_cnp_dscp());
-    return cc.np_cnp_prio();
-  }
+  bool Pfc(uint32_t priority) const { return pfc_mask >> priority & 1; }
+  bool Rp(uint32_t priority) const { return rp_mask >> priority & 1; }
+  bool Np(uint32_t priority) const { return np_mask >> priority & 1; }
+  uint32_t CnpPriority() const { return cnp_priority; }
 };
 
 // What the NICs' settings make of one flow (its DSCP is its sender's RoCE DSCP; each end
@@ -297,7 +309,11 @@ struct JobState {
   double first_iteration_s = 0;
   bool stalled = false;
   size_t flow_offset = 0;  // of its phase's flows in the model, when in a phase
+  int solved_stage = 0;    // its stage when the model was last given flows
+  // paths is read off the model only when asked for, or before the model changes under a
+  // job that has left the phase it was solved in: pending until then.
   PathCongestion paths;
+  bool paths_pending = false;
 };
 
 struct FaultState {
@@ -318,6 +334,7 @@ struct Twin::State {
   absl::flat_hash_map<std::string, int> node_by_name;
   absl::flat_hash_map<std::string, int> cable_by_name;
   std::vector<std::string> cable_names;  // per cable (link / 2)
+  std::vector<double> link_delay_s;      // per link: its propagation delay
   std::vector<JobState> jobs;
   std::vector<FaultState> faults;
   int next_fault_id = 1;
@@ -347,10 +364,12 @@ struct Twin::State {
   void AddFlowRates(int f, double loss, double goodput_share);
   void AddPauseRates(int nic);
   void UpdateJobs(const std::vector<double>& goodput_bps);
-  PathCongestion PathsOf(const JobState& job, size_t flows) const;
+  PathCongestion PathsOf(const JobState& job) const;  // of its solved phase's flows
   double PortDropShare(int link) const;
   double CnpDeliveredShare(const std::vector<int>& path, bool lossy) const;
   void ApplyFaults();
+  // Before the model changes: the paths of jobs that left their solved phase, as it was.
+  void KeepPathsOfJobsLeavingTheModel();
   double NextFlapEdgeS() const;
   bool ApplyDueFlapEdges();
   void Integrate(double dt_s);
@@ -405,9 +424,11 @@ absl::StatusOr<Twin> Twin::Create(TwinTopology topology, const DcqcnParams& para
     nic.qos = RecipeQos();
     nic.cc = recipe_cc;
     nic.model_params = params;
+    nic.Derive();
     state->node_nics[fabric.nics()[i].node].push_back(i);
   }
   state->cable_nic.assign(num_links, -1);
+  for (const Link& link : fabric.links()) state->link_delay_s.push_back(link.propagation_delay_s);
   state->gray_loss.assign(num_links, 0);
   state->link_down.assign(num_links, false);
   state->link_scale.assign(num_links, 1);
@@ -498,18 +519,20 @@ absl::Status Twin::State::Refresh() {
 }
 
 absl::Status Twin::State::SetFlows() {
+  KeepPathsOfJobsLeavingTheModel();
   std::vector<FlowSpec> flows;
   flow_classes.clear();
   for (JobState& job : jobs) {
     job.flow_offset = flows.size();
+    job.solved_stage = job.progress.stage;
     if (job.progress.stage == 0) continue;
     for (FlowSpec flow : job.phases[job.progress.stage - 1].flows) {
       const NicState& src = nics[flow.src_nic];
       const NicState& dst = nics[flow.dst_nic];
       const uint32_t dscp = job.spec.dscp >= 0 ? static_cast<uint32_t>(job.spec.dscp)
                                                : src.RoceDscp();
-      const uint32_t src_priority = PriorityOfDscp(src.qos, dscp);
-      const uint32_t dst_priority = PriorityOfDscp(dst.qos, dscp);
+      const uint32_t src_priority = src.Priority(dscp);
+      const uint32_t dst_priority = dst.Priority(dscp);
       const uint32_t cnp_priority = dst.CnpPriority();
       const FlowClass c{.lossless = src.Pfc(src_priority) && dst.Pfc(dst_priority),
                         .reaction_point = src.Rp(src_priority),
@@ -531,6 +554,7 @@ absl::Status Twin::State::SetFlows() {
 }
 
 void Twin::State::PushNicParams() {
+  KeepPathsOfJobsLeavingTheModel();
   std::vector<DcqcnParams> sets = {params};
   std::vector<int> set_of_nic(nics.size(), 0);
   absl::flat_hash_map<std::string, int> set_by_key = {{"", 0}};
@@ -568,6 +592,7 @@ PortScheduler SchedulerOf(const NodeQos& qos) {
 
 // A NIC's uplink runs the NIC's own DCB; every switch port the fabric-wide switch DCB.
 void Twin::State::PushSchedulers() {
+  KeepPathsOfJobsLeavingTheModel();
   const std::vector<Link>& links = topology.fabric.links();
   const PortScheduler at_switch = SchedulerOf(switch_qos);
   std::vector<PortScheduler> per_link(links.size(), at_switch);
@@ -614,9 +639,9 @@ void Twin::State::ComputeRates() {
     for (int k : flow.path) {
       delivered *= (1 - gray_loss[k]) * (flow_classes[f].lossless ? 1 : 1 - PortDropShare(k));
     }
-    const double window_packets = flow.rate_bps / 8 * 2 *
-                                  topology.fabric.PathDelaySeconds(flow.path) /
-                                  params.packet_bytes;
+    double path_delay_s = 0;  // as Fabric::PathDelaySeconds, from a table
+    for (int k : flow.path) path_delay_s += link_delay_s[k];
+    const double window_packets = flow.rate_bps / 8 * 2 * path_delay_s / params.packet_bytes;
     const double goodput_share = GoBackNGoodputShare(1 - delivered, window_packets);
     goodput_bps[f] = flow.rate_bps * goodput_share;
     AddFlowRates(f, 1 - delivered, goodput_share);
@@ -663,10 +688,11 @@ void Twin::State::AddFlowRates(int f, double loss, double goodput_share) {
 // its RoCE priority when PFC is on there; with PFC off there are none.
 void Twin::State::AddPauseRates(int i) {
   NicState& nic = nics[i];
-  const uint32_t priority = PriorityOfDscp(nic.qos, nic.RoceDscp());
+  const uint32_t priority = nic.Priority(nic.RoceDscp());
   nic.pause_priority = nic.Pfc(priority) ? static_cast<int>(priority) : -1;
   if (nic.pause_priority < 0) return;
   const PortState& port = model.nic_port(i);
+  if (port.pause_rx_share == 0 && port.pause_tx_share == 0) return;  // the rates stay 0
   const double link_bps = topology.fabric.nics()[i].bps;
   nic.rates[kRxPauseUs] = port.pause_rx_share * 1e6;
   nic.rates[kTxPauseUs] = port.pause_tx_share * 1e6;
@@ -677,8 +703,19 @@ void Twin::State::AddPauseRates(int i) {
   if (nic.rates[kXmitBytes] > 0) nic.rates[kXmitWaitUs] = port.pause_rx_share * 1e6;
 }
 
-PathCongestion Twin::State::PathsOf(const JobState& job, size_t flows) const {
+void Twin::State::KeepPathsOfJobsLeavingTheModel() {
+  for (JobState& job : jobs) {
+    if (job.paths_pending && job.progress.stage != job.solved_stage) {
+      job.paths = PathsOf(job);
+      job.paths_pending = false;
+    }
+  }
+}
+
+PathCongestion Twin::State::PathsOf(const JobState& job) const {
   PathCongestion paths;
+  if (job.solved_stage == 0) return paths;
+  const size_t flows = job.phases[job.solved_stage - 1].flows.size();
   auto worse = [](const PortState& a, const PortState& b) {
     return std::tie(a.pause_rx_share, a.queue_bytes, a.utilization) >
            std::tie(b.pause_rx_share, b.queue_bytes, b.utilization);
@@ -711,7 +748,7 @@ void Twin::State::UpdateJobs(const std::vector<double>& goodput_bps) {
                                     goodput_bps.begin() + job.flow_offset + phase.flows.size());
     job.progress.progress_per_s = PhaseProgressPerS(phase, rates);
     job.stalled |= !(job.progress.progress_per_s > 0);
-    job.paths = PathsOf(job, phase.flows.size());
+    job.paths_pending = true;  // PathsOf when asked for: most solves nobody asks
   }
 }
 
@@ -768,6 +805,7 @@ absl::Status Twin::State::CheckFault(TwinFault* fault) const {
 // Puts the active faults into the live model (from a clean slate, so clearing one
 // restores exactly what the others leave) and counts link_downed on NIC cables that go down.
 void Twin::State::ApplyFaults() {
+  KeepPathsOfJobsLeavingTheModel();
   const int num_links = static_cast<int>(link_down.size());
   std::vector<bool> down(num_links, false);
   std::vector<double> scale(num_links, 1);
@@ -924,7 +962,7 @@ std::vector<TwinJobStatus> Twin::jobs() const {
     status.last = job.last;
     status.first_iteration_s = job.first_iteration_s;
     status.stalled = job.stalled;
-    status.paths = job.paths;
+    status.paths = job.paths_pending ? state_->PathsOf(job) : job.paths;
   }
   return out;
 }
@@ -1045,6 +1083,7 @@ absl::Status Twin::SetNicTunables(int nic, const weft::v1::NodeQos& qos,
       PriorityMask(next.cc.np_enabled_priorities()) ==
           PriorityMask(current.cc.np_enabled_priorities());
   current = std::move(next);
+  current.Derive();
   if (new_params) s.PushNicParams();
   if (!same_qos) s.PushSchedulers();
   // PFC, reaction and notification points decide the flows' classes.

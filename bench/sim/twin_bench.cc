@@ -2,7 +2,9 @@
 // nodes × 8 NICs with 50 jobs, simulated seconds per wall second on one core, target
 // ≥ 1"): a sim::Twin of 1,024 nodes × 8 NICs of 400 Gb/s in racks of 8 (128 ToRs, 32
 // uplinks each to 16 spines, 2:1 oversubscribed: live_model_bench's leaf-spine), 50 jobs
-// of 20 nodes dealt at random (seed fixed, so jobs straddle racks) iterating forever,
+// of 20 nodes dealt at random (seed fixed, so jobs straddle racks and all meet at the
+// spines) or, with --placement=racks, each on consecutive nodes (racks filled in order, as
+// a rack-aware placer would), iterating forever,
 // advanced in 1 s steps (the agents' interval) and in 0.1 s steps (weft-fabric's tick).
 // Jobs, in turn: 7B ring all-reduce, 7B double binary tree, MoE-16B (all-to-all in expert
 // groups of 4 nodes), 13B in 2 pipeline stages × 10 (bench/sim/job_models.h).
@@ -38,6 +40,8 @@ ABSL_FLAG(int, job_nodes, 20, "nodes per job (a multiple of 4)");
 ABSL_FLAG(double, simulated_s, 30, "simulated seconds per step size");
 ABSL_FLAG(std::string, steps, "1,0.1", "Advance step sizes in seconds, comma-separated");
 ABSL_FLAG(int, baseline_intervals, 10, "1 s intervals of the live-model baseline");
+ABSL_FLAG(std::string, placement, "random",
+          "random (nodes dealt at random, seed 1) or racks (each job on consecutive nodes)");
 
 namespace weft::sim {
 namespace {
@@ -73,8 +77,10 @@ std::vector<TrainingJobSpec> Jobs(int num_nodes) {
   const int n = absl::GetFlag(FLAGS_job_nodes);
   std::vector<int> nodes(num_nodes);
   std::iota(nodes.begin(), nodes.end(), 0);
-  std::mt19937 rng(1);
-  std::shuffle(nodes.begin(), nodes.end(), rng);
+  if (absl::GetFlag(FLAGS_placement) == "random") {
+    std::mt19937 rng(1);
+    std::shuffle(nodes.begin(), nodes.end(), rng);
+  }
   std::vector<TrainingJobSpec> jobs;
   for (int j = 0; j < absl::GetFlag(FLAGS_jobs); ++j) {
     const std::string name = absl::StrFormat("job-%02d", j);
@@ -152,9 +158,14 @@ Measure RunBaseline(const std::vector<TrainingJobSpec>& jobs) {
 
 int Main() {
   const Clock::time_point start = Clock::now();
+  const std::string placement = absl::GetFlag(FLAGS_placement);
+  if (placement != "random" && placement != "racks") {
+    std::fprintf(stderr, "--placement: '%s' is neither random nor racks\n", placement.c_str());
+    return 1;
+  }
   const TwinTopology topology = Topology();
-  std::printf("%zu nodes, %zu NICs, %zu switches, %zu links; built in %.3f s\n",
-              topology.nodes.size(), topology.fabric.nics().size(),
+  std::printf("placement %s; %zu nodes, %zu NICs, %zu switches, %zu links; built in %.3f s\n",
+              placement.c_str(), topology.nodes.size(), topology.fabric.nics().size(),
               topology.fabric.switches().size(), topology.fabric.links().size(), Seconds(start));
   const std::vector<TrainingJobSpec> jobs = Jobs(static_cast<int>(topology.nodes.size()));
   std::vector<Measure> rows = {RunBaseline(jobs)};
