@@ -211,6 +211,13 @@ size_t Prober::in_flight() const {
   return pending_.size();
 }
 
+size_t Prober::in_flight(uint16_t source_port) const {
+  absl::MutexLock lock(&mu_);
+  size_t count = 0;
+  for (const auto& [seq, pending] : pending_) count += pending.flow.source_port == source_port;
+  return count;
+}
+
 ProbeTransport* Prober::TransportFor(const ProbeFlow& flow) const {
   return flow.transport == weft::v1::PROBE_TRANSPORT_RDMA_UD ? rdma_ud_ : udp_;
 }

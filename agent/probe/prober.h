@@ -95,8 +95,10 @@ class Prober {
   uint64_t pinglist_version() const;
   // Probes per second scheduled now, after the cap and the CPU budget.
   double scheduled_rate() const;
-  // Probes in flight (sent, not yet answered or timed out).
+  // Probes in flight (sent, not yet answered or timed out), in all and of one source
+  // port.
   size_t in_flight() const;
+  size_t in_flight(uint16_t source_port) const;
 
  private:
   struct Pending {
