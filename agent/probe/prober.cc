@@ -316,7 +316,13 @@ void Prober::SendLoop() {
     auto woken = [this, changes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stop_ || changes_ != changes;
     };
-    clock_->AwaitWithDeadline(&mu_, absl::Condition(&woken), wake);
+    if (wake == absl::InfiniteFuture()) {
+      // Nothing scheduled: wait for a pinglist without holding a wait on the clock,
+      // which a test stepping the clock would otherwise see as a deadline.
+      mu_.Await(absl::Condition(&woken));
+    } else {
+      clock_->AwaitWithDeadline(&mu_, absl::Condition(&woken), wake);
+    }
   }
 }
 
