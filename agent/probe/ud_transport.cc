@@ -7,14 +7,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "agent/probe/probe_wire.h"
 #include "rdma/qp_setup.h"
 
 namespace weft::agent::probe {
 namespace {
 
 constexpr uint32_t kMagic = 0x57465455;  // "WFTU"
-enum Kind : uint8_t { kProbe = 1, kAck1 = 2, kAck2 = 3 };
-enum WireSource : uint8_t { kWireUser = 0, kWireHardware = 2 };
 constexpr uint32_t kPayloadBytes = 64;
 constexpr uint32_t kRecvSlotBytes = rdma::kUdGrhBytes + kPayloadBytes;
 // Send slots outnumber the send queue, so a slot is free again before its turn comes.
@@ -27,53 +26,26 @@ constexpr uint64_t kWrLow = (uint64_t{1} << kWrShift) - 1;
 // Answers remembered for their ACK1's send completion before the oldest are dropped.
 constexpr size_t kMaxAnswers = 4096;
 
+// Header fields on this transport: dscp and port = the prober's class and source port
+// (replies use them too); after the header, the prober's GID (16 bytes), where replies
+// go.
 struct Payload {
-  uint8_t kind = 0;
-  uint8_t source = kWireUser;
-  uint16_t sport = 0;   // the prober's source port: replies use it too
-  uint8_t tclass = 0;   // the prober's traffic class: replies use it too
-  uint64_t seq = 0;
-  int64_t delay_ns = 0;
-  rdma::Gid reply_gid;  // the prober's GID
+  ProbeHeader header;
+  rdma::Gid reply_gid;
 };
-
-void Put(uint8_t* at, uint64_t value, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i, value >>= 8) at[i] = static_cast<uint8_t>(value);
-}
-uint64_t Get(const uint8_t* at, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value = (value << 8) | at[i];
-  return value;
-}
 
 void Encode(const Payload& p, uint8_t* out) {
   std::memset(out, 0, kPayloadBytes);
-  Put(out, kMagic, 4);
-  out[4] = p.kind;
-  out[5] = p.source;
-  Put(out + 6, p.sport, 2);
-  Put(out + 8, p.seq, 8);
-  Put(out + 16, static_cast<uint64_t>(p.delay_ns), 8);
-  std::memcpy(out + 24, p.reply_gid.bytes.data(), 16);
-  out[40] = p.tclass;
+  EncodeProbeHeader(kMagic, p.header, out);
+  std::memcpy(out + kProbeHeaderBytes, p.reply_gid.bytes.data(), 16);
 }
 
 bool Decode(const uint8_t* in, uint32_t len, Payload* p) {
-  if (len < 41 || Get(in, 4) != kMagic) return false;
-  p->kind = in[4];
-  p->source = in[5];
-  p->sport = static_cast<uint16_t>(Get(in + 6, 2));
-  p->seq = Get(in + 8, 8);
-  p->delay_ns = static_cast<int64_t>(Get(in + 16, 8));
-  std::memcpy(p->reply_gid.bytes.data(), in + 24, 16);
-  p->tclass = in[40];
-  return p->kind >= kProbe && p->kind <= kAck2;
-}
-
-int64_t RealtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  if (len < kProbeHeaderBytes + 16 || !DecodeProbeHeader(kMagic, in, len, &p->header)) {
+    return false;
+  }
+  std::memcpy(p->reply_gid.bytes.data(), in + kProbeHeaderBytes, 16);
+  return true;
 }
 
 }  // namespace
@@ -215,10 +187,10 @@ absl::Status UdProbeTransport::Send(const ProbeFlow& flow, uint64_t seq) {
   absl::StatusOr<rdma::Gid> gid = rdma::Gid::Parse(flow.peer_gid);
   if (!gid.ok()) return gid.status();
   Payload probe;
-  probe.kind = kProbe;
-  probe.seq = seq;
-  probe.sport = flow.source_port;
-  probe.tclass = static_cast<uint8_t>(flow.dscp << 2);
+  probe.header.kind = kProbe;
+  probe.header.seq = seq;
+  probe.header.port = flow.source_port;
+  probe.header.dscp = flow.dscp;
   probe.reply_gid = options_.local_gid;
   uint8_t bytes[kPayloadBytes];
   Encode(probe, bytes);
@@ -227,7 +199,8 @@ absl::Status UdProbeTransport::Send(const ProbeFlow& flow, uint64_t seq) {
   InFlight& f = in_flight_[seq];
   f.t1_user_ns = RealtimeNs();
   absl::Status posted = PostDatagram((kWrProbe << kWrShift) | (seq & kWrLow), bytes, *gid,
-                                     flow.peer_qpn, flow.source_port, probe.tclass);
+                                     flow.peer_qpn, flow.source_port,
+                                     static_cast<uint8_t>(flow.dscp << 2));
   if (!posted.ok()) {
     in_flight_.erase(seq);
     return posted;
@@ -259,17 +232,18 @@ void UdProbeTransport::DrainSendCq() {
         answers_.erase(it);
         if (wc.status != rdma::WcStatus::kSuccess) continue;
         Payload ack2;
-        ack2.kind = kAck2;
-        ack2.seq = answer.seq;
-        ack2.sport = answer.sport;
-        ack2.tclass = answer.tclass;
+        ack2.header.kind = kAck2;
+        ack2.header.seq = answer.seq;
+        ack2.header.port = answer.sport;
+        ack2.header.dscp = static_cast<uint8_t>(answer.tclass >> 2);
         // T4 − T3 on the NIC's clock when both completions carry it.
         if (answer.t3_nic_ns != 0 && wc.completion_timestamp_ns != 0) {
-          ack2.delay_ns = static_cast<int64_t>(wc.completion_timestamp_ns - answer.t3_nic_ns);
-          ack2.source = kWireHardware;
+          ack2.header.delay_ns =
+              static_cast<int64_t>(wc.completion_timestamp_ns - answer.t3_nic_ns);
+          ack2.header.source = kWireHardware;
         } else {
-          ack2.delay_ns = now - answer.t3_user_ns;
-          ack2.source = kWireUser;
+          ack2.header.delay_ns = now - answer.t3_user_ns;
+          ack2.header.source = kWireUser;
         }
         uint8_t bytes[kPayloadBytes];
         Encode(ack2, bytes);
@@ -298,22 +272,23 @@ void UdProbeTransport::DrainRecvCq(std::vector<ProbeMeasurement>* out) {
                                 wc.byte_len - rdma::kUdGrhBytes, &p);
       PostRecv(index).IgnoreError();  // the slot is free again whatever it held
       if (!valid) continue;
-      if (p.kind == kProbe) {
+      const ProbeHeader& h = p.header;
+      if (h.kind == kProbe) {
         Answer answer;
-        answer.seq = p.seq;
+        answer.seq = h.seq;
         answer.gid = p.reply_gid;
         answer.qpn = wc.src_qp;
-        answer.sport = p.sport;
-        answer.tclass = p.tclass;
+        answer.sport = h.port;
+        answer.tclass = static_cast<uint8_t>(h.dscp << 2);
         answer.t3_nic_ns = wc.completion_timestamp_ns;
         answer.t3_user_ns = t6;
         Payload ack1;
-        ack1.kind = kAck1;
-        ack1.seq = p.seq;
-        ack1.sport = p.sport;
-        ack1.tclass = p.tclass;
+        ack1.header.kind = kAck1;
+        ack1.header.seq = h.seq;
+        ack1.header.port = h.port;
+        ack1.header.dscp = h.dscp;
         // Until ACK2: the userspace estimate, when there is one to make.
-        ack1.delay_ns = answer.t3_nic_ns != 0 ? 0 : RealtimeNs() - t6;
+        ack1.header.delay_ns = answer.t3_nic_ns != 0 ? 0 : RealtimeNs() - t6;
         uint8_t bytes[kPayloadBytes];
         Encode(ack1, bytes);
         const uint64_t id = next_answer_++ & kWrLow;
@@ -329,10 +304,10 @@ void UdProbeTransport::DrainRecvCq(std::vector<ProbeMeasurement>* out) {
         }
         continue;
       }
-      auto it = in_flight_.find(p.seq);
+      auto it = in_flight_.find(h.seq);
       if (it == in_flight_.end()) continue;
       InFlight& f = it->second;
-      if (p.kind == kAck1 && !f.have_ack1) {
+      if (h.kind == kAck1 && !f.have_ack1) {
         f.user_span_ns = t6 - f.t1_user_ns;
         if (f.t2_nic_ns != 0 && wc.completion_timestamp_ns != 0) {
           f.net_span_ns = static_cast<int64_t>(wc.completion_timestamp_ns - f.t2_nic_ns);
@@ -341,21 +316,20 @@ void UdProbeTransport::DrainRecvCq(std::vector<ProbeMeasurement>* out) {
           f.net_span_ns = f.user_span_ns;
           f.source = TimestampSource::kUser;
         }
-        f.ack1.seq = p.seq;
-        f.ack1.dscp_at_responder = static_cast<uint8_t>(p.tclass >> 2);
-        f.ack1.source_port_at_responder = p.sport;
+        f.ack1.seq = h.seq;
+        f.ack1.dscp_at_responder = h.dscp;
+        f.ack1.source_port_at_responder = h.port;
         f.have_ack1 = true;
-      } else if (p.kind != kAck2 || !f.have_ack1) {
+      } else if (h.kind != kAck2 || !f.have_ack1) {
         continue;
       }
       ProbeMeasurement m = f.ack1;
-      m.responder_host_delay = absl::Nanoseconds(p.delay_ns);
-      m.network_rtt = absl::Nanoseconds(std::max<int64_t>(0, f.net_span_ns - p.delay_ns));
+      m.responder_host_delay = absl::Nanoseconds(h.delay_ns);
+      m.network_rtt = absl::Nanoseconds(std::max<int64_t>(0, f.net_span_ns - h.delay_ns));
       m.sender_host_delay =
           absl::Nanoseconds(std::max<int64_t>(0, f.user_span_ns - f.net_span_ns));
-      m.timestamps = std::max(f.source, p.source == kWireHardware ? TimestampSource::kHardware
-                                                                  : TimestampSource::kUser);
-      m.final = p.kind == kAck2;
+      m.timestamps = std::max(f.source, FromWire(h.source));
+      m.final = h.kind == kAck2;
       out->push_back(m);
       if (m.final) in_flight_.erase(it);
     }

@@ -15,62 +15,21 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "agent/probe/probe_wire.h"
 #include "common/logging.h"
 
 namespace weft::agent::probe {
 namespace {
 
 constexpr uint32_t kMagic = 0x57465450;  // "WFTP"
-enum Kind : uint8_t { kProbe = 1, kAck1 = 2, kAck2 = 3 };
-// Which timestamps measured a responder delay, on the wire.
-enum WireSource : uint8_t { kWireUser = 0, kWireSoftware = 1, kWireHardware = 2 };
 // Sends remembered for their transmit stamps before the oldest are given up.
 constexpr size_t kMaxRemembered = 4096;
 
-struct Packet {
-  uint8_t kind = 0;
-  uint8_t dscp_seen = 0;
-  uint16_t port_seen = 0;
-  uint64_t seq = 0;
-  int64_t delay_ns = 0;
-  uint8_t source = kWireUser;
-};
-
-void Put(uint8_t* at, uint64_t value, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i, value >>= 8) at[i] = static_cast<uint8_t>(value);
-}
-uint64_t Get(const uint8_t* at, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value = (value << 8) | at[i];
-  return value;
-}
-
-void Encode(const Packet& p, uint8_t (&out)[kUdpProbeBytes]) {
+// Header fields on this transport: dscp = the DSCP the probe arrived with, port = the
+// source port the responder saw.
+void Encode(const ProbeHeader& header, uint8_t (&out)[kUdpProbeBytes]) {
   std::memset(out, 0, sizeof(out));
-  Put(out, kMagic, 4);
-  out[4] = p.kind;
-  out[5] = p.dscp_seen;
-  Put(out + 6, p.port_seen, 2);
-  Put(out + 8, p.seq, 8);
-  Put(out + 16, static_cast<uint64_t>(p.delay_ns), 8);
-  out[24] = p.source;
-}
-
-bool Decode(const uint8_t* data, ssize_t len, Packet* p) {
-  if (len < 25 || Get(data, 4) != kMagic) return false;
-  p->kind = data[4];
-  p->dscp_seen = data[5];
-  p->port_seen = static_cast<uint16_t>(Get(data + 6, 2));
-  p->seq = Get(data + 8, 8);
-  p->delay_ns = static_cast<int64_t>(Get(data + 16, 8));
-  p->source = data[24];
-  return p->kind >= kProbe && p->kind <= kAck2;
-}
-
-int64_t RealtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  EncodeProbeHeader(kMagic, header, out);
 }
 
 int64_t ToNs(const timespec& ts) {
@@ -204,12 +163,6 @@ std::optional<std::pair<int64_t, TimestampSource>> Span(const PacketTimes& a,
   return std::nullopt;
 }
 
-TimestampSource FromWire(uint8_t source) {
-  return source == kWireHardware   ? TimestampSource::kHardware
-         : source == kWireSoftware ? TimestampSource::kSoftware
-                                   : TimestampSource::kUser;
-}
-
 absl::StatusOr<std::pair<int, int>> MakeEpollAndWake() {
   const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd < 0) return ErrnoError("epoll_create1", errno);
@@ -306,7 +259,7 @@ absl::Status UdpProber::Send(const ProbeFlow& flow, uint64_t seq) {
     if (absl::Status set = SetSocketTos(s.fd, s.family, tos); !set.ok()) return set;
     s.tos = tos;
   }
-  Packet packet;
+  ProbeHeader packet;
   packet.kind = kProbe;
   packet.seq = seq;
   uint8_t bytes[kUdpProbeBytes];
@@ -347,8 +300,8 @@ void UdpProber::DrainReplies(Socket* socket, std::vector<ProbeMeasurement>* out)
     const ssize_t n = ReceiveOne(socket->fd, 0, data, sizeof(data), &from, &received);
     if (n < 0) break;
     const int64_t t6 = RealtimeNs();
-    Packet packet;
-    if (!Decode(data, n, &packet) || packet.kind == kProbe) continue;
+    ProbeHeader packet;
+    if (!DecodeProbeHeader(kMagic, data, n, &packet) || packet.kind == kProbe) continue;
     auto it = in_flight_.find(packet.seq);
     if (it == in_flight_.end() || it->second.fd != socket->fd) continue;
     InFlight& f = it->second;
@@ -360,8 +313,8 @@ void UdpProber::DrainReplies(Socket* socket, std::vector<ProbeMeasurement>* out)
       if (auto span = Span(f.t2, received.times)) std::tie(f.net_span_ns, f.source) = *span;
       ProbeMeasurement& m = f.ack1;
       m.seq = packet.seq;
-      m.dscp_at_responder = packet.dscp_seen;
-      m.source_port_at_responder = packet.port_seen;
+      m.dscp_at_responder = packet.dscp;
+      m.source_port_at_responder = packet.port;
       f.have_ack1 = true;
     } else if (packet.kind != kAck2 || !f.have_ack1) {
       continue;  // a duplicate ACK1, or an ACK2 overtaking its ACK1
@@ -506,8 +459,8 @@ void UdpResponder::AnswerProbes() {
   while (true) {
     const ssize_t n = ReceiveOne(fd_, 0, data, sizeof(data), &from, &received);
     if (n < 0) return;
-    Packet probe;
-    if (!Decode(data, n, &probe) || probe.kind != kProbe) continue;
+    ProbeHeader probe;
+    if (!DecodeProbeHeader(kMagic, data, n, &probe) || probe.kind != kProbe) continue;
     Ack1 ack;
     ack.seq = probe.seq;
     ack.peer.assign(reinterpret_cast<const char*>(&from),
@@ -518,11 +471,11 @@ void UdpResponder::AnswerProbes() {
     ack.seen_port = PortOf(from);
     // Answer in the class the probe arrived in, so the reply tests it too.
     SetTos(ack.tos);
-    Packet reply;
+    ProbeHeader reply;
     reply.kind = kAck1;
     reply.seq = ack.seq;
-    reply.dscp_seen = ack.seen_dscp;
-    reply.port_seen = ack.seen_port;
+    reply.dscp = ack.seen_dscp;
+    reply.port = ack.seen_port;
     // Until ACK2: the userspace estimate of T4 − T3 (the kernel's T3, our send now).
     reply.delay_ns = ack.t3.software_ns != 0 ? RealtimeNs() - ack.t3.software_ns : 0;
     reply.source = kWireUser;
@@ -549,13 +502,13 @@ void UdpResponder::SendAck2s() {
     sent_.erase(it);
     const std::optional<std::pair<int64_t, TimestampSource>> span = Span(ack.t3, received.times);
     if (!span.has_value()) continue;  // no stamps on this side: ACK1's estimate stands
-    Packet reply;
+    ProbeHeader reply;
     reply.kind = kAck2;
     reply.seq = ack.seq;
-    reply.dscp_seen = ack.seen_dscp;
-    reply.port_seen = ack.seen_port;
+    reply.dscp = ack.seen_dscp;
+    reply.port = ack.seen_port;
     reply.delay_ns = span->first;
-    reply.source = span->second == TimestampSource::kHardware ? kWireHardware : kWireSoftware;
+    reply.source = ToWire(span->second);
     SetTos(ack.tos);
     uint8_t bytes[kUdpProbeBytes];
     Encode(reply, bytes);
