@@ -174,7 +174,11 @@ weft::v1::NodeInfo Agent::NodeInfo() const {
   node.set_agent_version(kAgentVersion);
   if (config_.metrics_address() != "off") node.set_metrics_address(config_.metrics_address());
   if (pingmesh_ != nullptr) node.set_probe_udp_port(pingmesh_->udp_port());
-  for (const weft::v1::Nic& nic : inventory_.nics) *node.add_nics() = nic;
+  for (const weft::v1::Nic& nic : inventory_.nics) {
+    weft::v1::Nic* added = node.add_nics();
+    *added = nic;
+    if (pingmesh_ != nullptr) added->set_probe_ud_qpn(pingmesh_->ud_qpn(nic.device()));
+  }
   for (const weft::v1::Gpu& gpu : inventory_.gpus) *node.add_gpus() = gpu;
   return node;
 }

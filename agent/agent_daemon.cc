@@ -8,6 +8,7 @@
 #include "agent/backend_factory.h"
 #include "agent/sim_faults.h"
 #include "common/logging.h"
+#include "rdma/verbs_ibv.h"
 #include "security/credentials.h"
 
 namespace weft::agent {
@@ -89,8 +90,11 @@ absl::StatusOr<std::unique_ptr<AgentDaemon>> AgentDaemon::Build(weft::v1::AgentC
   ControllerClient* client =
       parts.fault_client != nullptr ? parts.fault_client.get() : parts.grpc_client.get();
 
-  absl::StatusOr<std::unique_ptr<probe::Pingmesh>> pingmesh =
-      probe::Pingmesh::Create(config, process.clock, parts.registry.get());
+  // UD probing needs the node's real NICs: the Linux backend's.
+  std::unique_ptr<rdma::Verbs> probe_verbs;
+  if (config.backend() == "linux") probe_verbs = std::make_unique<rdma::IbvVerbs>();
+  absl::StatusOr<std::unique_ptr<probe::Pingmesh>> pingmesh = probe::Pingmesh::Create(
+      config, process.clock, parts.registry.get(), std::move(probe_verbs));
   if (!pingmesh.ok()) return pingmesh.status();
   parts.pingmesh = *std::move(pingmesh);
   parts.agent = std::make_unique<Agent>(config, parts.backend.get(), client, process.clock,

@@ -4,6 +4,11 @@
 // (UdpResponder), probes the pinglist the controller sends (Prober over UdpProber),
 // and hands out the closed windows for the next telemetry batch.
 //
+// Over RDMA UD (where the composition root passes a Verbs, i.e. on real NICs): Start
+// opens one UdProbeTransport per ACTIVE RoCE NIC with a RoCE v2 IPv4 GID; its QP
+// number is advertised as Nic.probe_ud_qpn. A NIC where that fails is logged and
+// probed over UDP only.
+//
 // The node's probe rate is the lower of probe.max_probes_per_second and what
 // probe.max_nic_share of the slowest NIC's line rate carries (kWireBytesPerProbe per
 // probe with both replies), fixed at Start() from the discovered NICs.
@@ -13,12 +18,15 @@
 #define WEFT_AGENT_PROBE_PINGMESH_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/probe/prober.h"
+#include "agent/probe/ud_transport.h"
 #include "agent/probe/udp_transport.h"
 #include "common/clock.h"
 #include "prometheus/counter.h"
@@ -44,9 +52,10 @@ class Pingmesh {
   // bound is logged and the node goes on probing without answering (several simulated
   // agents on one machine share the default port); UNAVAILABLE when the prober's
   // sockets cannot be set up at all.
-  static absl::StatusOr<std::unique_ptr<Pingmesh>> Create(const weft::v1::AgentConfig& config,
-                                                          const Clock* clock,
-                                                          prometheus::Registry* registry);
+  // `verbs` (may be null: no UD) is kept for the UD transports.
+  static absl::StatusOr<std::unique_ptr<Pingmesh>> Create(
+      const weft::v1::AgentConfig& config, const Clock* clock, prometheus::Registry* registry,
+      std::unique_ptr<rdma::Verbs> verbs = nullptr);
   ~Pingmesh();
 
   // Fixes the node cap from `nics` and starts probing (nothing until a pinglist).
@@ -60,6 +69,8 @@ class Pingmesh {
   // The responder's bound port; 0 when it is not answering.
   uint32_t udp_port() const { return responder_ != nullptr ? responder_->port() : 0; }
   double max_probes_per_second() const { return max_probes_per_second_; }
+  // The UD responder's QP number on `device`; 0 when it has none.
+  uint32_t ud_qpn(const std::string& device) const;
 
  private:
   Pingmesh(const weft::v1::ProbeConfig& config, std::unique_ptr<UdpProber> udp,
@@ -74,6 +85,8 @@ class Pingmesh {
   prometheus::Counter& refused_;
   std::unique_ptr<UdpProber> udp_;
   std::unique_ptr<UdpResponder> responder_;
+  std::unique_ptr<rdma::Verbs> verbs_;  // null: no UD
+  std::map<std::string, std::unique_ptr<UdProbeTransport>> ud_;  // by RDMA device
   std::unique_ptr<Prober> prober_;  // made by Start (the cap is known then)
   double max_probes_per_second_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "agent/probe/pingmesh.h"
 
 #include "common/fake_clock.h"
+#include "rdma/fake_verbs.h"
 #include "gtest/gtest.h"
 
 namespace weft::agent::probe {
@@ -54,6 +55,52 @@ TEST(PingmeshTest, OffWhenThePortIsZeroAndAPortInUseLeavesProbingOn) {
   EXPECT_DOUBLE_EQ((*mesh)->max_probes_per_second(), 500);
   EXPECT_TRUE((*mesh)->Apply(list).ok());
   EXPECT_EQ((*mesh)->pinglist_version(), 1u);
+  (*mesh)->Stop();
+}
+
+// With verbs: a UD responder on each ACTIVE RoCE NIC that has a RoCE v2 IPv4 GID.
+TEST(PingmeshTest, OpensAUdResponderPerActiveRoceNic) {
+  FakeClock clock;
+  prometheus::Registry registry;
+  rdma::FakeFabric fabric;
+  auto verbs = std::make_unique<rdma::FakeVerbs>(
+      &fabric, std::vector<rdma::FakeDeviceConfig>{
+                   rdma::FakeDeviceConfig::Roce("mlx5_0", 0x0a000001),
+                   rdma::FakeDeviceConfig::Roce("mlx5_1", 0x0a000101)});
+  weft::v1::AgentConfig config;
+  config.set_node_name("node-a");
+  config.mutable_probe()->set_udp_port(0);
+  absl::StatusOr<std::unique_ptr<UdpResponder>> free_port = UdpResponder::Start("127.0.0.1", 0);
+  ASSERT_TRUE(free_port.ok());
+  const uint16_t port = (*free_port)->port();
+  free_port->reset();
+  config.mutable_probe()->set_udp_port(port);
+  config.mutable_probe()->set_bind_address("127.0.0.1");
+  config.mutable_probe()->set_max_probes_per_second(100);
+  config.mutable_probe()->set_max_nic_share(0.01);
+  config.mutable_probe()->set_max_cpu_share(0.02);
+  absl::StatusOr<std::unique_ptr<Pingmesh>> mesh =
+      Pingmesh::Create(config, &clock, &registry, std::move(verbs));
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  auto nic = [](const std::string& device, const std::string& gid, weft::v1::PortState state) {
+    weft::v1::Nic n = NicOf(400000);
+    n.set_device(device);
+    n.set_port(1);
+    n.set_link_layer("Ethernet");
+    n.set_state(state);
+    weft::v1::GidEntry* entry = n.add_gids();
+    entry->set_index(3);
+    entry->set_gid(gid);
+    entry->set_type(weft::v1::GID_TYPE_ROCE_V2);
+    return n;
+  };
+  (*mesh)->Start({nic("mlx5_0", "0000:0000:0000:0000:0000:ffff:0a00:0001",
+                      weft::v1::PORT_STATE_ACTIVE),
+                  nic("mlx5_1", "0000:0000:0000:0000:0000:ffff:0a00:0101",
+                      weft::v1::PORT_STATE_DOWN)});
+  EXPECT_NE((*mesh)->ud_qpn("mlx5_0"), 0u);
+  EXPECT_EQ((*mesh)->ud_qpn("mlx5_1"), 0u);  // its port is down
+  EXPECT_EQ((*mesh)->ud_qpn("mlx5_9"), 0u);
   (*mesh)->Stop();
 }
 

@@ -97,10 +97,11 @@ std::vector<std::pair<ProbeFlow, double>> FlowsOf(const weft::v1::Pinglist& ping
   return flows;
 }
 
-Prober::Prober(ProbeTransport* udp, ProbeTransport* rdma_ud, const Clock* clock,
+Prober::Prober(ProbeTransport* udp, std::map<std::string, ProbeTransport*> rdma_ud,
+               const Clock* clock,
                ProberOptions options, prometheus::Registry* registry)
     : udp_(udp),
-      rdma_ud_(rdma_ud),
+      rdma_ud_(std::move(rdma_ud)),
       clock_(clock),
       options_(std::move(options)),
       sent_(AddCounter(registry, "weft_agent_probes_sent_total", "Pingmesh probes sent",
@@ -131,7 +132,10 @@ void Prober::Start() {
   }
   sender_ = std::thread([this] { SendLoop(); });
   receivers_.emplace_back([this] { ReceiveLoop(udp_); });
-  if (rdma_ud_ != nullptr) receivers_.emplace_back([this] { ReceiveLoop(rdma_ud_); });
+  for (const auto& [device, transport] : rdma_ud_) {
+    if (transport == udp_) continue;  // one receiver per transport
+    receivers_.emplace_back([this, transport = transport] { ReceiveLoop(transport); });
+  }
 }
 
 void Prober::Stop() {
@@ -140,7 +144,7 @@ void Prober::Stop() {
     stop_ = true;
   }
   udp_->Wake();
-  if (rdma_ud_ != nullptr) rdma_ud_->Wake();
+  for (const auto& [device, transport] : rdma_ud_) transport->Wake();
   if (sender_.joinable()) sender_.join();
   for (std::thread& receiver : receivers_) receiver.join();
   receivers_.clear();
@@ -219,7 +223,11 @@ size_t Prober::in_flight(uint16_t source_port) const {
 }
 
 ProbeTransport* Prober::TransportFor(const ProbeFlow& flow) const {
-  return flow.transport == weft::v1::PROBE_TRANSPORT_RDMA_UD ? rdma_ud_ : udp_;
+  if (flow.transport != weft::v1::PROBE_TRANSPORT_RDMA_UD) return udp_;
+  auto it = rdma_ud_.find(flow.source_nic);
+  if (it != rdma_ud_.end()) return it->second;
+  if (flow.source_nic.empty() && rdma_ud_.size() == 1) return rdma_ud_.begin()->second;
+  return nullptr;
 }
 
 void Prober::AddCpu(double seconds) {
@@ -270,8 +278,9 @@ void Prober::SendLoop() {
       const uint64_t seq = next_seq_++;
       absl::Status sent = transport == nullptr
                               ? absl::FailedPreconditionError(
-                                    "rdma_ud probing is unavailable on this node (no RDMA "
-                                    "device, or UD probing off)")
+                                    absl::StrCat("rdma_ud probing is unavailable from NIC '",
+                                                 flow.source_nic,
+                                                 "' (no UD responder on that RDMA device)"))
                               : transport->Send(flow, seq);
       scheduler_->Sent(index, now);
       if (!sent.ok()) {

@@ -72,9 +72,10 @@ std::vector<std::pair<ProbeFlow, double>> FlowsOf(const weft::v1::Pinglist& ping
 
 class Prober {
  public:
-  // `udp` must be set; `rdma_ud` may be null (UD flows then fail, saying why). Every
-  // pointer must outlive the prober.
-  Prober(ProbeTransport* udp, ProbeTransport* rdma_ud, const Clock* clock,
+  // `udp` must be set; `rdma_ud` holds one UD transport per RDMA device, by name: a UD
+  // flow goes through its source_nic's (or the only one, when the flow names none),
+  // and fails saying why when there is none. Every pointer must outlive the prober.
+  Prober(ProbeTransport* udp, std::map<std::string, ProbeTransport*> rdma_ud, const Clock* clock,
          ProberOptions options, prometheus::Registry* registry);
   ~Prober();  // Stop()s.
 
@@ -118,7 +119,7 @@ class Prober {
   void AddCpu(double seconds);
 
   ProbeTransport* const udp_;
-  ProbeTransport* const rdma_ud_;
+  const std::map<std::string, ProbeTransport*> rdma_ud_;
   const Clock* const clock_;
   const ProberOptions options_;
 

@@ -47,7 +47,8 @@ class ProberTest : public ::testing::Test {
     options.node_name = "node-a";
     options.max_probes_per_second = max_probes_per_second;
     options.max_cpu_share = 1.0;  // the CPU budget has its own test
-    prober_ = std::make_unique<Prober>(&transport_, nullptr, &clock_, options, &registry_);
+    prober_ = std::make_unique<Prober>(&transport_, std::map<std::string, ProbeTransport*>{}, &clock_,
+                                       options, &registry_);
   }
 
   // Steps the fake clock to `until`, each step once the sender waits again and every
@@ -222,7 +223,8 @@ TEST_F(ProberTest, FlowThatCannotSendReportsItsError) {
     EXPECT_NE(w.error(), "");
   }
   EXPECT_NE(windows[0].error().find("Address already in use"), std::string::npos);
-  EXPECT_NE(windows[1].error().find("rdma_ud probing is unavailable"), std::string::npos);
+  EXPECT_NE(windows[1].error().find("rdma_ud probing is unavailable from NIC ''"),
+            std::string::npos);
   EXPECT_EQ(Metric("weft_agent_probe_send_errors_total"), 220.0);  // 2 flows × 10/s × 11 s
 }
 

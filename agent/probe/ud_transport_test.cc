@@ -111,7 +111,7 @@ TEST(UdTransportTest, ProberCountsABlackHoledSourcePortLost) {
   options.node_name = "node-a";
   options.max_cpu_share = 1.0;
   // UDP is unused here: the UD transport stands in for both.
-  Prober prober(a.transport.get(), a.transport.get(), &clock, options, &registry);
+  Prober prober(a.transport.get(), {{"mlx5_0", a.transport.get()}}, &clock, options, &registry);
   weft::v1::Pinglist list;
   list.set_version(2);
   list.set_window_ms(1000);

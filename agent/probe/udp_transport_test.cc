@@ -146,7 +146,7 @@ TEST(UdpTransportTest, BlackHoledSourcePortIsCountedLost) {
   ASSERT_TRUE(udp.ok());
   FakeClock clock(absl::FromUnixSeconds(1'800'000'010));
   prometheus::Registry registry;
-  Prober prober(udp->get(), nullptr, &clock, ProberOptions{"node-a"}, &registry);
+  Prober prober(udp->get(), {}, &clock, ProberOptions{"node-a"}, &registry);
   weft::v1::Pinglist list;
   list.set_version(3);
   list.set_window_ms(10000);
