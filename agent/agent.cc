@@ -30,12 +30,14 @@ absl::Status Annotate(const absl::Status& status, absl::string_view what) {
 }  // namespace
 
 Agent::Agent(weft::v1::AgentConfig config, NicBackend* backend, ControllerClient* client,
-             const Clock* clock, prometheus::Registry* registry, HealthServer* health)
+             const Clock* clock, prometheus::Registry* registry, HealthServer* health,
+             probe::Pingmesh* pingmesh)
     : config_(std::move(config)),
       backend_(backend),
       client_(client),
       clock_(clock),
       health_(health),
+      pingmesh_(pingmesh),
       interval_(Millis(config_.interval_ms(), 1000)),
       drift_check_interval_(absl::Milliseconds(config_.drift_check_interval_ms())),
       metrics_(*registry, config_.node_name()),
@@ -66,6 +68,8 @@ absl::Status Agent::Start() {
     }
   }
   for (const weft::v1::Nic& nic : inventory_.nics) metrics_.AddNic(nic);
+  // The NICs' line rates bound the probe rate.
+  if (pingmesh_ != nullptr) pingmesh_->Start(inventory_.nics);
   SetRegistered(false);
   WEFT_LOG(INFO) << "agent starting node=" << config_.node_name()
                  << " controller=" << config_.controller_address()
@@ -83,6 +87,7 @@ void Agent::Stop() {
   // Cancels a Register or Connect in flight and the open stream.
   client_->Shutdown();
   if (loop_thread_.joinable()) loop_thread_.join();
+  if (pingmesh_ != nullptr) pingmesh_->Stop();
 }
 
 bool Agent::registered() const {
@@ -168,7 +173,12 @@ weft::v1::NodeInfo Agent::NodeInfo() const {
   node.set_pod(config_.pod());
   node.set_agent_version(kAgentVersion);
   if (config_.metrics_address() != "off") node.set_metrics_address(config_.metrics_address());
-  for (const weft::v1::Nic& nic : inventory_.nics) *node.add_nics() = nic;
+  if (pingmesh_ != nullptr) node.set_probe_udp_port(pingmesh_->udp_port());
+  for (const weft::v1::Nic& nic : inventory_.nics) {
+    weft::v1::Nic* added = node.add_nics();
+    *added = nic;
+    if (pingmesh_ != nullptr) added->set_probe_ud_qpn(pingmesh_->ud_qpn(nic.device()));
+  }
   for (const weft::v1::Gpu& gpu : inventory_.gpus) *node.add_gpus() = gpu;
   return node;
 }
@@ -286,6 +296,7 @@ void Agent::ReadDownlink(ControllerStream* stream, OutboundQueue* outbound,
   weft::v1::ControllerMessage message;
   while (stream->Read(&message)) {
     if (message.has_desired_state()) HandleDesiredState(message.desired_state(), outbound);
+    if (message.has_pinglist()) HandlePinglist(message.pinglist());
   }
   *final_status = stream->Finish();
   absl::MutexLock lock(&mu_);
@@ -337,6 +348,22 @@ void Agent::HandleDesiredState(const weft::v1::DesiredState& state, OutboundQueu
   for (weft::v1::ParameterValue& value : outcome.read_back) *ack->add_read_back() = std::move(value);
   for (weft::v1::ParameterError& error : outcome.errors) *ack->add_errors() = std::move(error);
   outbound->PushAck(std::move(reply));
+}
+
+void Agent::HandlePinglist(const weft::v1::Pinglist& pinglist) {
+  if (pingmesh_ == nullptr) {
+    WEFT_LOG(WARNING) << "pinglist ignored node=" << config_.node_name()
+                      << " version=" << pinglist.version()
+                      << ": probing is off (probe.udp_port is 0)";
+    return;
+  }
+  absl::Status applied = pingmesh_->Apply(pinglist);
+  if (!applied.ok()) {
+    // The previous list goes on: a bad list must not stop the probing that finds faults.
+    WEFT_LOG(WARNING) << "pinglist refused node=" << config_.node_name()
+                      << " version=" << pinglist.version() << " error=\"" << applied.message()
+                      << "\"";
+  }
 }
 
 uint64_t Agent::applied_version() const {
@@ -410,6 +437,12 @@ weft::v1::TelemetryBatch Agent::Collect() {
   }
   metrics_.ObserveCollection(absl::Now() - started);
   *batch.mutable_tunables() = CheckTunables();
+  if (pingmesh_ != nullptr) {
+    batch.set_pinglist_version(pingmesh_->pinglist_version());
+    for (weft::v1::ProbeWindow& window : pingmesh_->TakeWindows()) {
+      *batch.add_probe_windows() = std::move(window);
+    }
+  }
   if (!readings.ok()) {
     // Still one sample per NIC, each saying why it is empty.
     const std::string error = readings.status().ToString();

@@ -27,6 +27,13 @@
 // says SERVING; otherwise 0 / NOT_SERVING. (The simulated `dead` fault is not the
 // agent's: agent/sim_faults.h wraps its controller client.)
 //
+// Pingmesh (issue 22), when the composition root gives the agent one
+// (agent/probe/pingmesh.h): it starts with the agent, once the NICs are known (they
+// bound the probe rate); a pinglist pushed down the stream replaces the one probed
+// (a bad one is logged and counted, the old one goes on); each telemetry batch carries
+// the probe windows closed since the previous one and the pinglist version; Register
+// advertises the responder's UDP port (NodeInfo.probe_udp_port).
+//
 // Time: sample timestamps come from the injected Clock (through the backend);
 // waits between intervals and backoff sleeps are real-time, interruptible waits on a
 // Mutex, so Stop() never waits for one to run out.
@@ -56,6 +63,7 @@
 #include "agent/health_server.h"
 #include "agent/nic_backend.h"
 #include "agent/outbound_queue.h"
+#include "agent/probe/pingmesh.h"
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "prometheus/registry.h"
@@ -72,9 +80,11 @@ inline constexpr size_t kTelemetryQueueCapacity = 16;
 class Agent {
  public:
   // `config` should have passed ValidateAgentConfig. Every pointer must outlive the
-  // agent; `health` may be null (no health endpoint).
+  // agent; `health` may be null (no health endpoint), and so may `pingmesh` (no
+  // probing: pinglists are ignored, with one log line).
   Agent(weft::v1::AgentConfig config, NicBackend* backend, ControllerClient* client,
-        const Clock* clock, prometheus::Registry* registry, HealthServer* health);
+        const Clock* clock, prometheus::Registry* registry, HealthServer* health,
+        probe::Pingmesh* pingmesh = nullptr);
   ~Agent();  // Stop()s.
 
   Agent(const Agent&) = delete;
@@ -107,6 +117,7 @@ class Agent {
   absl::Status RunSession(bool rediscover, bool* lived_an_interval);
   void ReadDownlink(ControllerStream* stream, OutboundQueue* outbound, absl::Status* final_status);
   void HandleDesiredState(const weft::v1::DesiredState& state, OutboundQueue* outbound);
+  void HandlePinglist(const weft::v1::Pinglist& pinglist);
   // Writes what `outbound` hands out until it is closed or a write fails.
   void WriteUplink(ControllerStream* stream, OutboundQueue* outbound, std::atomic<bool>* failed);
   weft::v1::TelemetryBatch Collect();
@@ -132,6 +143,7 @@ class Agent {
   ControllerClient* const client_;
   const Clock* const clock_;
   HealthServer* const health_;
+  probe::Pingmesh* const pingmesh_;
   const absl::Duration interval_;
   const absl::Duration drift_check_interval_;
   AgentMetrics metrics_;

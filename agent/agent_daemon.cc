@@ -8,6 +8,7 @@
 #include "agent/backend_factory.h"
 #include "agent/sim_faults.h"
 #include "common/logging.h"
+#include "rdma/verbs_ibv.h"
 #include "security/credentials.h"
 
 namespace weft::agent {
@@ -32,6 +33,7 @@ struct AgentDaemon::Parts {
   std::unique_ptr<security::CertificateMonitor> certificate_monitor;
   std::unique_ptr<GrpcControllerClient> grpc_client;
   std::unique_ptr<ControllerClient> fault_client;
+  std::unique_ptr<probe::Pingmesh> pingmesh;
   std::unique_ptr<Agent> agent;
   std::unique_ptr<JobServiceImpl> job_service;
 };
@@ -88,8 +90,16 @@ absl::StatusOr<std::unique_ptr<AgentDaemon>> AgentDaemon::Build(weft::v1::AgentC
   ControllerClient* client =
       parts.fault_client != nullptr ? parts.fault_client.get() : parts.grpc_client.get();
 
+  // UD probing needs the node's real NICs: the Linux backend's.
+  std::unique_ptr<rdma::Verbs> probe_verbs;
+  if (config.backend() == "linux") probe_verbs = std::make_unique<rdma::IbvVerbs>();
+  absl::StatusOr<std::unique_ptr<probe::Pingmesh>> pingmesh = probe::Pingmesh::Create(
+      config, process.clock, parts.registry.get(), std::move(probe_verbs));
+  if (!pingmesh.ok()) return pingmesh.status();
+  parts.pingmesh = *std::move(pingmesh);
   parts.agent = std::make_unique<Agent>(config, parts.backend.get(), client, process.clock,
-                                        parts.registry.get(), parts.health_server.get());
+                                        parts.registry.get(), parts.health_server.get(),
+                                        parts.pingmesh.get());
   // Local jobs ask for their NIC and meet their peers here (agent/job_service.h).
   parts.job_service = std::make_unique<JobServiceImpl>(
       JobServiceOptions{config.node_name(), config.controller_address()},
@@ -109,6 +119,7 @@ AgentDaemon::AgentDaemon(Parts parts, bool leave_metrics_to_exit)
       certificate_monitor_(std::move(parts.certificate_monitor)),
       grpc_client_(std::move(parts.grpc_client)),
       fault_client_(std::move(parts.fault_client)),
+      pingmesh_(std::move(parts.pingmesh)),
       agent_(std::move(parts.agent)),
       job_service_(std::move(parts.job_service)) {}
 

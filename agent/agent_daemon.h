@@ -10,6 +10,8 @@
 //                      and the simulated `dead` fault's decorator (agent/sim_faults.h):
 //                      simulation faults are applied here and nowhere else, so the
 //                      agent loop never tests for a simulation
+//   pingmesh           agent/probe/pingmesh.h: the probe responder bound now, the
+//                      prober started with the agent (none when probe.udp_port is 0)
 //   Agent              agent/agent.h, over all of the above
 //   job service        agent/job_service.h, over the agent's inventory and the
 //                      controller channel
@@ -61,7 +63,8 @@ class AgentDaemon {
   // `config` must have passed ValidateAgentConfig. Fails with
   //   INVALID_ARGUMENT  a setting the operator must change (the NIC backend refuses
   //                     its config, the TLS files cannot be used); the message says so;
-  //   UNAVAILABLE       an endpoint could not start: "cannot start /metrics: ..." or
+  //   UNAVAILABLE       an endpoint could not start: "cannot start /metrics: ...",
+  //                     "pingmesh prober: ..." (no epoll/eventfd), or
   //                     "cannot start gRPC health: ...".
   // Nothing is left serving after a failure.
   static absl::StatusOr<std::unique_ptr<AgentDaemon>> Build(weft::v1::AgentConfig config,
@@ -95,6 +98,8 @@ class AgentDaemon {
   const MetricsServer* metrics_server() const { return metrics_server_.get(); }
   const HealthServer* health_server() const { return health_server_.get(); }
   Agent& agent() const { return *agent_; }
+  // Null when probing is off.
+  const probe::Pingmesh* pingmesh() const { return pingmesh_.get(); }
 
  private:
   struct Parts;
@@ -110,6 +115,7 @@ class AgentDaemon {
   const std::unique_ptr<security::CertificateMonitor> certificate_monitor_;  // null: no TLS
   const std::unique_ptr<GrpcControllerClient> grpc_client_;
   const std::unique_ptr<ControllerClient> fault_client_;  // null: no connection fault
+  const std::unique_ptr<probe::Pingmesh> pingmesh_;       // null: probing off
   const std::unique_ptr<Agent> agent_;
   const std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<JobServer> job_server_;  // from Start() to Stop()

@@ -17,6 +17,7 @@
 #include "agent/health_server.h"
 #include "common/testing/metrics.h"
 #include "agent/sim_backend.h"
+#include "agent/probe/pingmesh.h"
 #include "agent/sim_faults.h"
 #include "common/fake_clock.h"
 #include "grpcpp/create_channel.h"
@@ -248,7 +249,7 @@ class AgentTest : public ::testing::Test {
     faulty_client_ = WrapForSimulatedFaults(config_, client_.get());
     agent_ = std::make_unique<Agent>(config_, wrapper_ ? wrapper_.get() : backend_.get(),
                                      faulty_client_ ? faulty_client_.get() : client_.get(),
-                                     &clock_, &registry_, health_.get());
+                                     &clock_, &registry_, health_.get(), pingmesh_.get());
     ASSERT_TRUE(agent_->Start().ok());
   }
 
@@ -309,8 +310,91 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<NicBackend> wrapper_;
   std::unique_ptr<GrpcControllerClient> client_;
   std::unique_ptr<ControllerClient> faulty_client_;
+  std::unique_ptr<probe::Pingmesh> pingmesh_;  // declared before the agent that uses it
   std::unique_ptr<Agent> agent_;
 };
+
+// A free UDP port on loopback (bound by a responder, then released).
+uint16_t FreeUdpPort() {
+  absl::StatusOr<std::unique_ptr<probe::UdpResponder>> taken =
+      probe::UdpResponder::Start("127.0.0.1", 0);
+  return taken.ok() ? (*taken)->port() : 0;
+}
+
+// Pingmesh through the agent: the responder's port is advertised at Register, a
+// pinglist pushed down the stream is probed (here, the agent's own responder over real
+// UDP on loopback) and its windows come up in the telemetry batches.
+TEST_F(AgentTest, AppliesAPushedPinglistAndReportsProbeWindowsInTelemetry) {
+  const uint16_t responder_port = FreeUdpPort();
+  const uint16_t source_port = FreeUdpPort();
+  ASSERT_NE(responder_port, 0);
+  ASSERT_NE(source_port, 0);
+  weft::v1::ProbeConfig* probe = config_.mutable_probe();
+  probe->set_udp_port(responder_port);
+  probe->set_bind_address("127.0.0.1");
+  probe->set_max_probes_per_second(1000);
+  probe->set_max_nic_share(0.01);
+  probe->set_max_cpu_share(0.5);
+  absl::StatusOr<std::unique_ptr<probe::Pingmesh>> pingmesh =
+      probe::Pingmesh::Create(config_, &clock_, &registry_);
+  ASSERT_TRUE(pingmesh.ok()) << pingmesh.status();
+  pingmesh_ = *std::move(pingmesh);
+  StartAgent();
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ(controller_.registers_[0].node().probe_udp_port(), responder_port);
+    EXPECT_EQ(controller_.batches_[0].batch.pinglist_version(), 0u);
+  }
+
+  ControllerMessage push;
+  weft::v1::Pinglist* list = push.mutable_pinglist();
+  list->set_version(5);
+  list->set_window_ms(1000);
+  list->set_timeout_ms(5000);
+  weft::v1::ProbePeer* peer = list->add_peers();
+  peer->set_node("node-7");
+  peer->set_address("127.0.0.1");
+  peer->set_udp_port(responder_port);
+  peer->set_source_address("127.0.0.1");
+  peer->add_source_ports(source_port);
+  peer->set_dscp(26);
+  peer->set_probes_per_second(20);
+  controller_.Push(push);
+  auto windows_in = [](FakeController& c) {
+    std::vector<std::pair<weft::v1::ProbeWindow, uint64_t>> windows;  // with the batch's version
+    for (const FakeController::Batch& b : c.batches_) {
+      for (const weft::v1::ProbeWindow& w : b.batch.probe_windows()) {
+        windows.emplace_back(w, b.batch.pinglist_version());
+      }
+    }
+    return windows;
+  };
+  // The first window is cut short by the list's arrival; the second is whole.
+  ASSERT_TRUE(StepUntil([&](FakeController& c) { return windows_in(c).size() >= 2; }, 2000));
+  absl::MutexLock lock(&controller_.mu_);
+  const auto windows = windows_in(controller_);
+  const weft::v1::ProbeWindow& w = windows[1].first;
+  SCOPED_TRACE(w.ShortDebugString());
+  EXPECT_EQ(windows[1].second, 5u);
+  EXPECT_EQ(w.peer_node(), "node-7");
+  EXPECT_EQ(w.source_port(), source_port);
+  EXPECT_EQ(w.pinglist_version(), 5u);
+  // 20/s over a 1 s window. Steps move the clock once either thread waits on it, so
+  // one step can pass a probe's due time: it goes out late and the flow's grid moves
+  // with it, which can drop one probe from a window or move one into the next
+  // (prober_test counts exactly, with the prober alone on the clock).
+  EXPECT_GE(w.sent(), 18u);
+  EXPECT_LE(w.sent(), 21u);
+  EXPECT_EQ(w.lost(), 0u);
+  EXPECT_GT(w.rtt_p50_us(), 0);
+  EXPECT_EQ(w.dscp_mismatches(), 0u);
+  EXPECT_EQ(w.window_start_us(), windows[0].first.window_end_us());
+  EXPECT_EQ(w.window_end_us() - w.window_start_us(), 1'000'000);
+  EXPECT_GE(Metric("weft_agent_probes_sent_total", {{"node", "node-7"}}).value_or(0), 19.0);
+  EXPECT_EQ(Metric("weft_agent_pinglists_total", {{"node", "node-7"}, {"result", "applied"}}),
+            1.0);
+}
 
 TEST_F(AgentTest, RegistersStreamsTelemetryAtTheIntervalAndStopsPromptly) {
   StartAgent();

@@ -1,5 +1,8 @@
 #include "common/daemon_config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cstdint>
 #include <set>
 #include <utility>
@@ -141,6 +144,12 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   config.set_tunables_dry_run(false);
   config.set_drift_check_interval_ms(60000);
   config.set_job_socket("/run/weft/agent.sock");
+  weft::v1::ProbeConfig* probe = config.mutable_probe();
+  probe->set_udp_port(7412);
+  probe->set_bind_address("0.0.0.0");
+  probe->set_max_probes_per_second(1000);
+  probe->set_max_nic_share(0.01);
+  probe->set_max_cpu_share(0.02);
   // Plaintext to the loopback default controller_address; see ValidateTransport.
   config.mutable_tls()->Clear();
   config.mutable_tls()->set_refresh_interval_s(kTlsRefreshIntervalS);
@@ -232,6 +241,16 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
                    absl::StrCat("value '", config.job_socket(),
                                 "' is not an absolute path shorter than 108 bytes"),
                    "an absolute path shorter than 108 bytes (a Unix socket's limit), or off");
+  }
+  if (config.probe().udp_port() != 0) {
+    in6_addr parsed{};
+    const std::string& bind = config.probe().bind_address();
+    if (inet_pton(AF_INET, bind.c_str(), &parsed) != 1 &&
+        inet_pton(AF_INET6, bind.c_str(), &parsed) != 1) {
+      return Invalid(kAgentContext, "probe.bind_address",
+                     absl::StrCat("value '", bind, "' is not a numeric IP address"),
+                     "0.0.0.0, ::, or an IPv4 or IPv6 address of this node");
+    }
   }
   const weft::v1::ReconnectConfig& reconnect = config.reconnect();
   if (reconnect.max_backoff_ms() < reconnect.initial_backoff_ms()) {

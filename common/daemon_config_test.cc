@@ -248,6 +248,28 @@ TEST(DaemonConfigTest, AgentBackoffOrder) {
   EXPECT_TRUE(ValidateAgentConfig(config).ok());
 }
 
+TEST(DaemonConfigTest, AgentProbeLimits) {
+  AgentConfig config = ValidAgentConfig();
+  EXPECT_EQ(config.probe().udp_port(), 7412u);
+  config.mutable_probe()->set_bind_address("gpu-node-01");
+  EXPECT_EQ(ValidateAgentConfig(config).message(),
+            "agent config: field 'probe.bind_address': value 'gpu-node-01' is not a numeric "
+            "IP address; accepted: 0.0.0.0, ::, or an IPv4 or IPv6 address of this node");
+  config.mutable_probe()->set_bind_address("::");
+  EXPECT_TRUE(ValidateAgentConfig(config).ok());
+  // Probing off: the bind address is not used.
+  config.mutable_probe()->set_udp_port(0);
+  config.mutable_probe()->set_bind_address("anything");
+  EXPECT_TRUE(ValidateAgentConfig(config).ok());
+  config = ValidAgentConfig();
+  config.mutable_probe()->set_udp_port(70000);
+  EXPECT_NE(ValidateAgentConfig(config).message().find("probe.udp_port"), std::string::npos);
+  config = ValidAgentConfig();
+  config.mutable_probe()->set_max_nic_share(0.05);  // 5 %: above the 1 % bound
+  EXPECT_NE(ValidateAgentConfig(config).message().find("probe.max_nic_share"),
+            std::string::npos);
+}
+
 TEST(DaemonConfigTest, AgentEndpointsMustDifferUnlessDisabled) {
   AgentConfig config = ValidAgentConfig();
   config.set_health_address(config.metrics_address());

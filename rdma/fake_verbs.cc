@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -38,6 +39,7 @@ struct Cq {
   uint64_t channel = 0;  // 0: none
   bool armed = false;
   bool overrun = false;
+  bool timestamps = false;  // made by CreateTimestampedCq
   VerbsCq* handle = nullptr;
 };
 
@@ -62,6 +64,12 @@ struct Qp {
   std::deque<RecvWorkRequest> recvs;
   std::deque<PendingSend> blocked;  // waiting for a receive at the peer (RNR)
   uint32_t outstanding_sends = 0;
+  bool ud = false;
+};
+
+struct Ah {
+  uint64_t pd = 0;
+  AddressVector av;
 };
 
 struct FabricState {
@@ -75,6 +83,12 @@ struct FabricState {
   std::unordered_map<uint64_t, Cq> cqs ABSL_GUARDED_BY(mu);
   std::unordered_map<uint64_t, Channel> channels ABSL_GUARDED_BY(mu);
   std::unordered_map<uint64_t, int> pds ABSL_GUARDED_BY(mu);  // id -> node
+  std::unordered_map<uint64_t, Ah> ahs ABSL_GUARDED_BY(mu);
+  // The NICs' wall clock (one for all: differences on one clock are what is used) and
+  // what a UD datagram takes on the wire; a datagram advances the clock by it.
+  uint64_t device_time_ns ABSL_GUARDED_BY(mu) = 1'000'000'000;
+  uint64_t one_way_latency_ns ABSL_GUARDED_BY(mu) = 2000;
+  std::set<uint16_t> dropped_sports ABSL_GUARDED_BY(mu);  // RoCE v2 UDP source ports
 };
 
 }  // namespace fake_internal
@@ -86,6 +100,9 @@ using fake_internal::Mr;
 using fake_internal::PendingSend;
 using fake_internal::Qp;
 
+constexpr uint32_t kUdInitMask = kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrQkey;
+constexpr uint32_t kUdRtrMask = kQpAttrState;
+constexpr uint32_t kUdRtsMask = kQpAttrState | kQpAttrSqPsn;
 constexpr uint32_t kInitMask = kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrAccessFlags;
 constexpr uint32_t kRtrMask = kQpAttrState | kQpAttrAv | kQpAttrPathMtu | kQpAttrDestQpn |
                               kQpAttrRqPsn | kQpAttrMaxDestRdAtomic | kQpAttrMinRnrTimer;
@@ -98,6 +115,7 @@ std::string MaskNames(uint32_t mask) {
       {kQpAttrAccessFlags, "IBV_QP_ACCESS_FLAGS"},
       {kQpAttrPkeyIndex, "IBV_QP_PKEY_INDEX"},
       {kQpAttrPort, "IBV_QP_PORT"},
+      {kQpAttrQkey, "IBV_QP_QKEY"},
       {kQpAttrAv, "IBV_QP_AV"},
       {kQpAttrPathMtu, "IBV_QP_PATH_MTU"},
       {kQpAttrTimeout, "IBV_QP_TIMEOUT"},
@@ -190,6 +208,20 @@ class FakeQp : public VerbsQp {
   uint32_t qpn_;
 };
 
+class FakeAh : public VerbsAh {
+ public:
+  FakeAh(FabricState* fabric, uint64_t id) : fabric_(fabric), id_(id) {}
+  ~FakeAh() override {
+    absl::MutexLock lock(&fabric_->mu);
+    fabric_->ahs.erase(id_);
+  }
+  uint64_t id() const { return id_; }
+
+ private:
+  FabricState* fabric_;
+  uint64_t id_;
+};
+
 class FakeMr : public VerbsMr {
  public:
   FakeMr(FabricState* fabric, uint32_t key, uint64_t addr, size_t length)
@@ -222,6 +254,11 @@ void PushCompletion(FabricState* f, uint64_t cq_id, const WorkCompletion& wc)
     return;
   }
   cq.entries.push_back(wc);
+  if (!cq.timestamps) {
+    cq.entries.back().completion_timestamp_ns = 0;
+  } else if (wc.completion_timestamp_ns == 0) {
+    cq.entries.back().completion_timestamp_ns = f->device_time_ns;
+  }
   if (cq.armed && cq.channel != 0) {
     cq.armed = false;
     auto ch = f->channels.find(cq.channel);
@@ -392,6 +429,78 @@ ExecResult Execute(FabricState* f, uint32_t qpn, Qp& qp, const PendingSend& pend
   PushCompletion(f, peer->recv_cq, wc);
   CompleteSend(f, qpn, qp, wr, WcStatus::kSuccess);
   return ExecResult::kDone;
+}
+
+// A UD datagram: sent (and completed at the sender) whatever becomes of it; delivered
+// into the next receive of the QP numbered remote_qpn behind the AH's destination GID
+// when that QP is UD, in RTR or RTS, its Q_Key matches and a receive is posted, else
+// lost without a trace, as on a real fabric. The receive holds the 40-byte GRH, then
+// the payload (byte_len counts both); one that is too small completes with
+// IBV_WC_LOC_LEN_ERR and moves its QP to ERR.
+void ExecuteUd(FabricState* f, uint32_t qpn, Qp& qp, const PendingSend& pending)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(f->mu) {
+  const SendWorkRequest& wr = pending.wr;
+  const fake_internal::Ah& ah = f->ahs.at(static_cast<FakeAh*>(wr.ah)->id());
+  WorkCompletion sent;
+  sent.wr_id = wr.wr_id;
+  sent.opcode = WcOpcode::kSend;
+  sent.qp_num = qpn;
+  sent.completion_timestamp_ns = f->device_time_ns;
+  if (qp.outstanding_sends > 0) --qp.outstanding_sends;
+  if (wr.signaled) PushCompletion(f, qp.send_cq, sent);
+  f->device_time_ns += f->one_way_latency_ns;  // on the wire
+  const uint16_t sport =
+      ah.av.flow_label != 0 ? FlowLabelToUdpSourcePort(ah.av.flow_label) : 0xC000;
+  if (f->dropped_sports.count(sport) != 0) return;
+  auto it = f->qps.find(wr.remote_qpn);
+  if (it == f->qps.end()) return;
+  Qp& peer = it->second;
+  bool gid_matches = false;
+  for (const GidEntry& entry : f->nodes[peer.node]->devices[peer.device].gids) {
+    if (entry.gid == ah.av.dgid) gid_matches = true;
+  }
+  if (!gid_matches || !peer.ud || peer.attr.qkey != wr.remote_qkey ||
+      (peer.state != QpState::kRtr && peer.state != QpState::kRts) || peer.recvs.empty()) {
+    return;
+  }
+  RecvWorkRequest recv = peer.recvs.front();
+  peer.recvs.pop_front();
+  WorkCompletion wc;
+  wc.wr_id = recv.wr_id;
+  wc.opcode = WcOpcode::kRecv;
+  wc.qp_num = wr.remote_qpn;
+  wc.src_qp = qpn;
+  wc.has_grh = true;
+  wc.completion_timestamp_ns = f->device_time_ns;
+  const size_t length = kUdGrhBytes + pending.payload.size();
+  const bool fits = recv.num_sge == 1 && recv.sg_list[0].length >= length &&
+                    CheckLocalSge(f, peer, recv.sg_list[0], /*device_writes=*/true) != nullptr;
+  if (!fits) {
+    wc.status = WcStatus::kLocalLengthError;
+    PushCompletion(f, peer.recv_cq, wc);
+    MoveToError(f, wr.remote_qpn, peer);
+    return;
+  }
+  // The GRH: version 6, traffic class, flow label; the source and destination GIDs.
+  uint8_t* grh = reinterpret_cast<uint8_t*>(recv.sg_list[0].addr);
+  std::memset(grh, 0, kUdGrhBytes);
+  grh[0] = static_cast<uint8_t>(0x60 | (ah.av.traffic_class >> 4));
+  grh[1] = static_cast<uint8_t>((ah.av.traffic_class << 4) | ((ah.av.flow_label >> 16) & 0xF));
+  grh[2] = static_cast<uint8_t>(ah.av.flow_label >> 8);
+  grh[3] = static_cast<uint8_t>(ah.av.flow_label);
+  for (const GidEntry& entry : f->nodes[qp.node]->devices[qp.device].gids) {
+    if (entry.index == ah.av.sgid_index) std::memcpy(grh + 8, entry.gid.bytes.data(), 16);
+  }
+  std::memcpy(grh + 24, ah.av.dgid.bytes.data(), 16);
+  if (!pending.payload.empty()) {
+    std::memcpy(grh + kUdGrhBytes, pending.payload.data(), pending.payload.size());
+  }
+  wc.byte_len = static_cast<uint32_t>(length);
+  if (wr.opcode == SendOpcode::kSendWithImm) {
+    wc.has_imm = true;
+    wc.imm_data = wr.imm_data;
+  }
+  PushCompletion(f, peer.recv_cq, wc);
 }
 
 void DrainBlocked(FabricState* f, uint32_t qpn, Qp& qp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(f->mu) {
@@ -670,6 +779,77 @@ absl::StatusOr<std::unique_ptr<VerbsQp>> FakeVerbs::CreateRcQp(VerbsPd* pd, Verb
   return std::unique_ptr<VerbsQp>(new FakeQp(fabric_, qpn));
 }
 
+absl::StatusOr<std::unique_ptr<VerbsQp>> FakeVerbs::CreateUdQp(VerbsPd* pd, VerbsCq* send_cq,
+                                                               VerbsCq* recv_cq,
+                                                               const QpCapabilities& caps) {
+  absl::StatusOr<std::unique_ptr<VerbsQp>> qp = CreateRcQp(pd, send_cq, recv_cq, caps);
+  if (!qp.ok()) return qp;
+  absl::MutexLock lock(&fabric_->mu);
+  fabric_->qps.at((*qp)->qp_num()).ud = true;
+  return qp;
+}
+
+absl::StatusOr<std::unique_ptr<VerbsAh>> FakeVerbs::CreateAh(VerbsPd* pd, const AddressVector& av) {
+  auto* fake_pd = static_cast<FakePd*>(pd);
+  absl::MutexLock lock(&fabric_->mu);
+  const std::string call =
+      absl::StrCat("ibv_create_ah(dgid=", av.dgid.ToString(), ", flow_label=", av.flow_label, ")");
+  if (int error = TakeFailure(fabric_, node_id_, "ibv_create_ah")) {
+    return VerbsErrnoToStatus(call, error);
+  }
+  const FakeDeviceConfig& device = fabric_->nodes[node_id_]->devices[fake_pd->device()];
+  bool sgid_valid = false;
+  for (const GidEntry& entry : device.gids) {
+    if (entry.index == av.sgid_index) sgid_valid = true;
+  }
+  // RoCE has no LIDs: an AH without a GRH, or from an empty GID slot, is refused.
+  if ((device.port.link_layer == LinkLayer::kEthernet && !av.is_global) || !sgid_valid ||
+      av.flow_label > 0xFFFFF) {
+    return VerbsErrnoToStatus(call, EINVAL);
+  }
+  const uint64_t id = fabric_->next_id++;
+  fabric_->ahs[id] = fake_internal::Ah{fake_pd->id(), av};
+  return std::unique_ptr<VerbsAh>(new FakeAh(fabric_, id));
+}
+
+absl::StatusOr<std::unique_ptr<VerbsCq>> FakeVerbs::CreateTimestampedCq(VerbsContext* context,
+                                                                        int cqe,
+                                                                        VerbsCompChannel* channel) {
+  {
+    absl::MutexLock lock(&fabric_->mu);
+    auto* c = static_cast<FakeContext*>(context);
+    if (!fabric_->nodes[node_id_]->devices[c->device()].completion_timestamps) {
+      return VerbsErrnoToStatus(absl::StrCat("ibv_create_cq_ex(", context->device_name(),
+                                             ", cqe=", cqe, ", COMPLETION_TIMESTAMP_WALLCLOCK)"),
+                                EOPNOTSUPP);
+    }
+  }
+  absl::StatusOr<std::unique_ptr<VerbsCq>> cq = CreateCq(context, cqe, channel);
+  if (!cq.ok()) return cq;
+  absl::MutexLock lock(&fabric_->mu);
+  fabric_->cqs.at(static_cast<FakeCq*>(cq->get())->id()).timestamps = true;
+  return cq;
+}
+
+void FakeFabric::SetOneWayLatency(absl::Duration latency) {
+  absl::MutexLock lock(&state_->mu);
+  state_->one_way_latency_ns = static_cast<uint64_t>(absl::ToInt64Nanoseconds(latency));
+}
+
+void FakeFabric::AdvanceDeviceTime(absl::Duration d) {
+  absl::MutexLock lock(&state_->mu);
+  state_->device_time_ns += static_cast<uint64_t>(absl::ToInt64Nanoseconds(d));
+}
+
+void FakeFabric::DropUdSourcePort(uint16_t port, bool drop) {
+  absl::MutexLock lock(&state_->mu);
+  if (drop) {
+    state_->dropped_sports.insert(port);
+  } else {
+    state_->dropped_sports.erase(port);
+  }
+}
+
 absl::Status FakeVerbs::ModifyQp(VerbsQp* handle, const QpAttributes& attr, uint32_t attr_mask) {
   const uint32_t qpn = handle->qp_num();
   absl::MutexLock lock(&fabric_->mu);
@@ -705,6 +885,15 @@ absl::Status FakeVerbs::ModifyQp(VerbsQp* handle, const QpAttributes& attr, uint
       return absl::OkStatus();
     case QpState::kInit: {
       if (qp.state != QpState::kReset) return fail("illegal transition");
+      if (qp.ud) {
+        if (absl::Status s = require(kUdInitMask); !s.ok()) return s;
+        if (attr.port != 1) return fail(absl::StrCat("no port ", attr.port));
+        qp.attr.pkey_index = attr.pkey_index;
+        qp.attr.port = attr.port;
+        qp.attr.qkey = attr.qkey;
+        qp.state = QpState::kInit;
+        return absl::OkStatus();
+      }
       if (absl::Status s = require(kInitMask); !s.ok()) return s;
       if (attr.port != 1) return fail(absl::StrCat("no port ", attr.port));
       qp.attr.pkey_index = attr.pkey_index;
@@ -715,6 +904,11 @@ absl::Status FakeVerbs::ModifyQp(VerbsQp* handle, const QpAttributes& attr, uint
     }
     case QpState::kRtr: {
       if (qp.state != QpState::kInit) return fail("illegal transition");
+      if (qp.ud) {
+        if (absl::Status s = require(kUdRtrMask); !s.ok()) return s;
+        qp.state = QpState::kRtr;
+        return absl::OkStatus();
+      }
       if (absl::Status s = require(kRtrMask); !s.ok()) return s;
       if (device.port.link_layer == LinkLayer::kEthernet && !attr.av.is_global) {
         return fail("RoCE needs a global route header (is_global=1)");
@@ -740,6 +934,12 @@ absl::Status FakeVerbs::ModifyQp(VerbsQp* handle, const QpAttributes& attr, uint
     }
     case QpState::kRts: {
       if (qp.state != QpState::kRtr) return fail("illegal transition");
+      if (qp.ud) {
+        if (absl::Status s = require(kUdRtsMask); !s.ok()) return s;
+        qp.attr.sq_psn = attr.sq_psn;
+        qp.state = QpState::kRts;
+        return absl::OkStatus();
+      }
       if (absl::Status s = require(kRtsMask); !s.ok()) return s;
       qp.attr.sq_psn = attr.sq_psn;
       qp.attr.max_rd_atomic = attr.max_rd_atomic;
@@ -804,6 +1004,11 @@ absl::Status FakeVerbs::PostSend(VerbsQp* handle, absl::Span<const SendWorkReque
     if (wr.num_sge < 0 || static_cast<uint32_t>(wr.num_sge) > qp.caps.max_send_sge) {
       return VerbsErrnoToStatus(call, EINVAL);
     }
+    if (qp.ud && (wr.ah == nullptr || wr.opcode == SendOpcode::kRdmaWrite ||
+                  wr.opcode == SendOpcode::kRdmaWriteWithImm)) {
+      return VerbsErrnoToStatus(absl::StrCat(call, ": UD needs an address handle and SEND"),
+                                EINVAL);
+    }
     ++qp.outstanding_sends;
     PendingSend pending;
     pending.wr = wr;
@@ -820,6 +1025,16 @@ absl::Status FakeVerbs::PostSend(VerbsQp* handle, absl::Span<const SendWorkReque
     if (!local_ok) {
       CompleteSend(fabric_, qpn, qp, wr, WcStatus::kLocalProtectionError);
       MoveToError(fabric_, qpn, qp);
+      continue;
+    }
+    if (qp.ud) {
+      const uint32_t mtu = fabric_->nodes[node_id_]->devices[qp.device].port.active_mtu_bytes;
+      if (pending.payload.size() > mtu) {
+        CompleteSend(fabric_, qpn, qp, wr, WcStatus::kLocalLengthError);
+        MoveToError(fabric_, qpn, qp);
+        continue;
+      }
+      ExecuteUd(fabric_, qpn, qp, pending);
       continue;
     }
     if (!qp.blocked.empty() || Execute(fabric_, qpn, qp, pending) == ExecResult::kBlocked) {

@@ -19,7 +19,14 @@
 //   - an unreachable peer (no QP with that number behind that GID, or a peer not in
 //     RTR/RTS) fails with IBV_WC_RETRY_EXC_ERR, as the ACK timeout would;
 //   - completion channels: RequestCqNotification arms a CQ; its next completion queues
-//     one event that WaitCqEvent returns.
+//     one event that WaitCqEvent returns;
+//   - UD QPs: INIT needs STATE|PKEY_INDEX|PORT|QKEY, RTR STATE, RTS STATE|SQ_PSN; a
+//     send needs an address handle (global on RoCE, a valid sgid_index) and completes
+//     at once; the datagram reaches the QP named by remote_qpn behind the AH's GID only
+//     when its Q_Key matches, the QP is in RTR/RTS and has a receive posted (else it is
+//     lost silently, no RNR); the receive gets the 40-byte GRH before the payload;
+//   - completion timestamps: CQs made by CreateTimestampedCq carry the NICs' clock
+//     (ns); a datagram's receive is stamped one wire latency after its send.
 // Injectable failures: a verb that fails with an errno (FailNextCall), a work request
 // that completes with an error status (InjectCompletionError), an empty device list.
 //
@@ -58,6 +65,14 @@ class FakeFabric {
 
   fake_internal::FabricState* state() { return state_.get(); }
 
+  // UD datagrams: the time one spends on the wire (default 2 µs), moving the NICs'
+  // shared completion clock on; a step of that clock (as a busy responder's would);
+  // a black hole for every datagram whose RoCE v2 UDP source port (from its AH's flow
+  // label) is `port`.
+  void SetOneWayLatency(absl::Duration latency);
+  void AdvanceDeviceTime(absl::Duration d);
+  void DropUdSourcePort(uint16_t port, bool drop = true);
+
  private:
   std::unique_ptr<fake_internal::FabricState> state_;
 };
@@ -67,6 +82,8 @@ struct FakeDeviceConfig {
   uint64_t node_guid = 0;
   PortAttributes port;  // port 1 (the only port)
   std::vector<GidEntry> gids;
+  // Whether CreateTimestampedCq works (else EOPNOTSUPP, as on a device without it).
+  bool completion_timestamps = true;
 
   // An active RoCE port on netdev `ifindex` with address `ipv4_host_order`, and the GID
   // table such a port has on Linux: 0 link-local RoCE v1, 1 link-local RoCE v2,
@@ -107,6 +124,12 @@ class FakeVerbs : public Verbs {
   absl::StatusOr<std::unique_ptr<VerbsQp>> CreateRcQp(VerbsPd* pd, VerbsCq* send_cq,
                                                       VerbsCq* recv_cq,
                                                       const QpCapabilities& caps) override;
+  absl::StatusOr<std::unique_ptr<VerbsQp>> CreateUdQp(VerbsPd* pd, VerbsCq* send_cq,
+                                                      VerbsCq* recv_cq,
+                                                      const QpCapabilities& caps) override;
+  absl::StatusOr<std::unique_ptr<VerbsAh>> CreateAh(VerbsPd* pd, const AddressVector& av) override;
+  absl::StatusOr<std::unique_ptr<VerbsCq>> CreateTimestampedCq(VerbsContext* context, int cqe,
+                                                               VerbsCompChannel* channel) override;
   absl::Status ModifyQp(VerbsQp* qp, const QpAttributes& attr, uint32_t attr_mask) override;
   absl::StatusOr<QpState> QueryQpState(VerbsQp* qp) override;
   absl::StatusOr<std::unique_ptr<VerbsMr>> RegisterMr(VerbsPd* pd, void* addr, size_t length,

@@ -411,5 +411,131 @@ TEST(FakeVerbsTest, HandlesReleaseTheirResources) {
   EXPECT_EQ(a.verbs->LiveQpCount(), 0);
 }
 
+// UD: two nodes, each one UD QP on timestamped CQs.
+struct UdSide {
+  std::unique_ptr<FakeVerbs> verbs;
+  std::unique_ptr<VerbsContext> context;
+  std::unique_ptr<VerbsPd> pd;
+  std::unique_ptr<VerbsCq> cq;
+  std::unique_ptr<VerbsQp> qp;
+  std::vector<uint8_t> buffer = std::vector<uint8_t>(4096);
+  std::unique_ptr<VerbsMr> mr;
+  Gid gid;
+};
+
+UdSide MakeUdSide(FakeFabric* fabric, uint32_t ipv4) {
+  UdSide side;
+  side.verbs = std::make_unique<FakeVerbs>(
+      fabric, std::vector<FakeDeviceConfig>{FakeDeviceConfig::Roce("mlx5_0", ipv4)});
+  side.context = std::move(side.verbs->OpenDevice("mlx5_0")).value();
+  side.pd = std::move(side.verbs->AllocPd(side.context.get())).value();
+  side.cq = std::move(side.verbs->CreateTimestampedCq(side.context.get(), 64, nullptr)).value();
+  side.qp = std::move(side.verbs->CreateUdQp(side.pd.get(), side.cq.get(), side.cq.get(),
+                                             QpCapabilities()))
+                .value();
+  side.mr = std::move(side.verbs->RegisterMr(side.pd.get(), side.buffer.data(),
+                                             side.buffer.size(), kAccessLocalWrite))
+                .value();
+  side.gid = Gid::FromIpv4(ipv4);
+  return side;
+}
+
+std::vector<WorkCompletion> PollUd(UdSide& side) {
+  std::vector<WorkCompletion> out(16);
+  const int n = side.verbs->PollCq(side.cq.get(), absl::MakeSpan(out)).value();
+  out.resize(n);
+  return out;
+}
+
+TEST(FakeVerbsUdTest, UdQpTransitionsNeedTheUdAttributes) {
+  FakeFabric fabric;
+  UdSide a = MakeUdSide(&fabric, 0x0a000001);
+  QpAttributes attr;
+  attr.state = QpState::kInit;
+  attr.port = 1;
+  // The RC set (ACCESS_FLAGS, no QKEY) is refused on a UD QP.
+  absl::Status rc_style = a.verbs->ModifyQp(
+      a.qp.get(), attr, kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrAccessFlags);
+  EXPECT_EQ(rc_style.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rc_style.message().find("missing IBV_QP_QKEY"), std::string::npos) << rc_style;
+  ASSERT_TRUE(ActivateUdQp(*a.verbs, a.qp.get(), 0x57454654).ok());
+  EXPECT_EQ(a.verbs->QueryQpState(a.qp.get()).value(), QpState::kRts);
+  EXPECT_EQ(a.verbs->GetQpAttributes(a.qp->qp_num())->qkey, 0x57454654u);
+}
+
+TEST(FakeVerbsUdTest, DatagramArrivesBehindAGrhWithTimestampsAndIsLostOnQkeyOrBlackHole) {
+  FakeFabric fabric;
+  fabric.SetOneWayLatency(absl::Microseconds(3));
+  UdSide a = MakeUdSide(&fabric, 0x0a000001);
+  UdSide b = MakeUdSide(&fabric, 0x0a000002);
+  ASSERT_TRUE(ActivateUdQp(*a.verbs, a.qp.get(), 7).ok());
+  ASSERT_TRUE(ActivateUdQp(*b.verbs, b.qp.get(), 7).ok());
+  AddressVector av;
+  av.dgid = b.gid;
+  av.sgid_index = 3;
+  av.traffic_class = 26 << 2;
+  av.flow_label = FlowLabelForUdpSourcePort(50001);
+  std::unique_ptr<VerbsAh> ah = std::move(a.verbs->CreateAh(a.pd.get(), av)).value();
+  AddressVector no_grh = av;
+  no_grh.is_global = false;
+  EXPECT_EQ(a.verbs->CreateAh(a.pd.get(), no_grh).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  RecvWorkRequest recv;
+  recv.wr_id = 99;
+  recv.num_sge = 1;
+  recv.sg_list[0] = Sge{reinterpret_cast<uint64_t>(b.buffer.data()), 1024, b.mr->lkey()};
+  ASSERT_TRUE(b.verbs->PostRecv(b.qp.get(), {recv}).ok());
+  std::memcpy(a.buffer.data(), "probe", 5);
+  SendWorkRequest send;
+  send.wr_id = 1;
+  send.num_sge = 1;
+  send.sg_list[0] = Sge{reinterpret_cast<uint64_t>(a.buffer.data()), 5, a.mr->lkey()};
+  send.ah = ah.get();
+  send.remote_qpn = b.qp->qp_num();
+  send.remote_qkey = 7;
+  ASSERT_TRUE(a.verbs->PostSend(a.qp.get(), {send}).ok());
+  std::vector<WorkCompletion> sent = PollUd(a);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].status, WcStatus::kSuccess);
+  std::vector<WorkCompletion> got = PollUd(b);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].wr_id, 99u);
+  EXPECT_EQ(got[0].src_qp, a.qp->qp_num());
+  EXPECT_TRUE(got[0].has_grh);
+  EXPECT_EQ(got[0].byte_len, kUdGrhBytes + 5);
+  EXPECT_EQ(std::memcmp(b.buffer.data() + kUdGrhBytes, "probe", 5), 0);
+  EXPECT_EQ(std::memcmp(b.buffer.data() + 8, a.gid.bytes.data(), 16), 0);  // source GID
+  ASSERT_NE(sent[0].completion_timestamp_ns, 0u);
+  EXPECT_EQ(got[0].completion_timestamp_ns - sent[0].completion_timestamp_ns, 3000u);
+
+  // A wrong Q_Key, no receive posted, a black-holed source port: sent, never received.
+  ASSERT_TRUE(b.verbs->PostRecv(b.qp.get(), {recv}).ok());
+  send.remote_qkey = 8;
+  ASSERT_TRUE(a.verbs->PostSend(a.qp.get(), {send}).ok());
+  send.remote_qkey = 7;
+  fabric.DropUdSourcePort(50001);
+  ASSERT_TRUE(a.verbs->PostSend(a.qp.get(), {send}).ok());
+  EXPECT_EQ(PollUd(a).size(), 2u);
+  EXPECT_TRUE(PollUd(b).empty());
+  fabric.DropUdSourcePort(50001, false);
+  ASSERT_TRUE(a.verbs->PostSend(a.qp.get(), {send}).ok());
+  EXPECT_EQ(PollUd(b).size(), 1u);
+  ASSERT_TRUE(a.verbs->PostSend(a.qp.get(), {send}).ok());  // no receive left
+  EXPECT_TRUE(PollUd(b).empty());
+  EXPECT_EQ(a.verbs->QueryQpState(a.qp.get()).value(), QpState::kRts);  // UD: no RNR error
+}
+
+TEST(FakeVerbsUdTest, CqWithoutTimestampsAndADeviceWithoutThem) {
+  FakeFabric fabric;
+  FakeDeviceConfig config = FakeDeviceConfig::Roce("mlx5_0", 0x0a000001);
+  config.completion_timestamps = false;
+  FakeVerbs verbs(&fabric, {config});
+  std::unique_ptr<VerbsContext> context = std::move(verbs.OpenDevice("mlx5_0")).value();
+  absl::StatusOr<std::unique_ptr<VerbsCq>> cq = verbs.CreateTimestampedCq(context.get(), 8, nullptr);
+  EXPECT_EQ(cq.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(cq.status().message().find("ibv_create_cq_ex"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft::rdma

@@ -60,4 +60,29 @@ absl::Status ConnectRcQp(Verbs& verbs, VerbsQp* qp, const RcConnectionParams& pa
   return absl::OkStatus();
 }
 
+absl::Status ActivateUdQp(Verbs& verbs, VerbsQp* qp, uint32_t qkey, uint8_t port) {
+  QpTransition init;
+  init.attr.state = QpState::kInit;
+  init.attr.pkey_index = 0;
+  init.attr.port = port;
+  init.attr.qkey = qkey;
+  init.attr_mask = kQpAttrState | kQpAttrPkeyIndex | kQpAttrPort | kQpAttrQkey;
+  QpTransition rtr;
+  rtr.attr.state = QpState::kRtr;
+  rtr.attr_mask = kQpAttrState;
+  QpTransition rts;
+  rts.attr.state = QpState::kRts;
+  rts.attr.sq_psn = 0;
+  rts.attr_mask = kQpAttrState | kQpAttrSqPsn;
+  for (const QpTransition& t : {init, rtr, rts}) {
+    absl::Status status = verbs.ModifyQp(qp, t.attr, t.attr_mask);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("taking UD QP ", qp->qp_num(), " to ",
+                                                      QpStateName(t.attr.state), ": ",
+                                                      status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace weft::rdma

@@ -45,6 +45,10 @@ QpTransition RtsTransition(const RcConnectionParams& params);
 // Takes `qp` from RESET to RTS; the error names the transition that failed.
 absl::Status ConnectRcQp(Verbs& verbs, VerbsQp* qp, const RcConnectionParams& params);
 
+// Takes a UD QP from RESET to RTS (INIT: STATE, PKEY_INDEX, PORT, QKEY; RTR: STATE;
+// RTS: STATE, SQ_PSN) receiving datagrams that carry `qkey`.
+absl::Status ActivateUdQp(Verbs& verbs, VerbsQp* qp, uint32_t qkey, uint8_t port = 1);
+
 }  // namespace weft::rdma
 
 #endif  // WEFT_RDMA_QP_SETUP_H_

@@ -189,4 +189,11 @@ uint32_t MtuEnumToBytes(int mtu_enum) {
   return 128u << mtu_enum;
 }
 
+uint16_t FlowLabelToUdpSourcePort(uint32_t flow_label) {
+  // Only defined for fl != 0; the device picks the port of fl = 0 itself.
+  return static_cast<uint16_t>(((flow_label & 0x3FFF) ^ ((flow_label & 0xFC000) >> 14)) | 0xC000);
+}
+
+uint32_t FlowLabelForUdpSourcePort(uint16_t port) { return port & 0x3FFF; }
+
 }  // namespace weft::rdma

@@ -96,6 +96,7 @@ enum QpAttrMask : uint32_t {
   kQpAttrAccessFlags = 1u << 3,
   kQpAttrPkeyIndex = 1u << 4,
   kQpAttrPort = 1u << 5,
+  kQpAttrQkey = 1u << 6,
   kQpAttrAv = 1u << 7,
   kQpAttrPathMtu = 1u << 8,
   kQpAttrTimeout = 1u << 9,
@@ -130,14 +131,24 @@ struct AddressVector {
   uint8_t port = 1;
 };
 
-// ibv_qp_attr, restricted to what RC setup uses. Which fields count is given by the
+// RoCE v2 UDP source port of a datagram whose address handle carries flow label `fl`,
+// as rdma-core computes it (ibv_flow_label_to_udp_sport, which mlx5 uses):
+// ((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)) | 0xC000; fl = 0 leaves the port to the
+// device (a random one in 0xC000..0xFFFF).
+uint16_t FlowLabelToUdpSourcePort(uint32_t flow_label);
+// The flow label that makes the source port `port` (49152..65535): port & 0x3FFF,
+// which is 0 (the device's choice) for port 49152 itself.
+uint32_t FlowLabelForUdpSourcePort(uint16_t port);
+
+// ibv_qp_attr, restricted to what RC and UD setup use. Which fields count is given by the
 // QpAttrMask passed alongside.
 struct QpAttributes {
   QpState state = QpState::kReset;
   // RESET -> INIT
   uint16_t pkey_index = 0;
   uint8_t port = 1;
-  uint32_t access_flags = 0;  // AccessFlag bits
+  uint32_t access_flags = 0;  // AccessFlag bits (RC)
+  uint32_t qkey = 0;          // UD: the Q_Key a datagram must carry to be received
   // INIT -> RTR
   AddressVector av;
   uint32_t path_mtu_bytes = 1024;  // 256, 512, 1024, 2048 or 4096
@@ -180,6 +191,10 @@ struct SendWorkRequest {
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
   bool signaled = true;
+  // UD only (ibv_send_wr.wr.ud): where the datagram goes.
+  class VerbsAh* ah = nullptr;
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
 };
 
 struct RecvWorkRequest {
@@ -219,7 +234,18 @@ struct WorkCompletion {
   uint32_t qp_num = 0;
   uint32_t vendor_err = 0;
   int raw_status = 0;
+  // UD receives: the sender's QP number, and whether the buffer's first 40 bytes hold
+  // a GRH (on RoCE always: a UD receive buffer needs 40 bytes more than the payload).
+  uint32_t src_qp = 0;
+  bool has_grh = false;
+  // The NIC's completion time in ns of its wall clock, from a CQ made by
+  // CreateTimestampedCq; 0 when absent (never read a 0 as a time).
+  uint64_t completion_timestamp_ns = 0;
 };
+
+// Bytes a UD receive buffer holds before the payload (the GRH, on RoCE v2 over IPv4
+// with the IPv4 header in its last 20).
+inline constexpr uint32_t kUdGrhBytes = 40;
 
 // "IBV_WC_REM_ACCESS_ERR"-style names, as ibv_wc_status_str would print them.
 absl::string_view WcStatusName(WcStatus status);
@@ -249,6 +275,12 @@ class VerbsQp {
  public:
   virtual ~VerbsQp() = default;
   virtual uint32_t qp_num() const = 0;
+};
+// An address handle (ibv_ah): where a UD datagram goes, with its flow label and
+// traffic class.
+class VerbsAh {
+ public:
+  virtual ~VerbsAh() = default;
 };
 class VerbsMr {
  public:
@@ -292,6 +324,21 @@ class Verbs {
   virtual absl::StatusOr<std::unique_ptr<VerbsQp>> CreateRcQp(VerbsPd* pd, VerbsCq* send_cq,
                                                               VerbsCq* recv_cq,
                                                               const QpCapabilities& caps) = 0;
+  // ibv_create_qp for a UD QP (datagrams, any peer, PostSend with an address handle);
+  // starts in RESET. Its transitions: INIT needs STATE, PKEY_INDEX, PORT, QKEY; RTR
+  // needs STATE; RTS needs STATE, SQ_PSN.
+  virtual absl::StatusOr<std::unique_ptr<VerbsQp>> CreateUdQp(VerbsPd* pd, VerbsCq* send_cq,
+                                                              VerbsCq* recv_cq,
+                                                              const QpCapabilities& caps) = 0;
+  // ibv_create_ah: on RoCE `av` must be global (dgid, sgid_index, traffic_class,
+  // flow_label: the flow label picks the UDP source port, FlowLabelToUdpSourcePort).
+  virtual absl::StatusOr<std::unique_ptr<VerbsAh>> CreateAh(VerbsPd* pd,
+                                                            const AddressVector& av) = 0;
+  // ibv_create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK: PollCq fills
+  // WorkCompletion::completion_timestamp_ns. UNIMPLEMENTED (EOPNOTSUPP) when the device
+  // cannot: use CreateCq and software time then.
+  virtual absl::StatusOr<std::unique_ptr<VerbsCq>> CreateTimestampedCq(
+      VerbsContext* context, int cqe, VerbsCompChannel* channel) = 0;
   // ibv_modify_qp with the fields of `attr` named by `attr_mask` (QpAttrMask bits).
   virtual absl::Status ModifyQp(VerbsQp* qp, const QpAttributes& attr, uint32_t attr_mask) = 0;
   // ibv_query_qp, state only.

@@ -61,11 +61,25 @@ class IbvCompChannel : public VerbsCompChannel {
 class IbvCq : public VerbsCq {
  public:
   explicit IbvCq(ibv_cq* cq) : cq_(cq) { cq_->cq_context = this; }
+  // An extended CQ (ibv_create_cq_ex), polled with ibv_start_poll for its timestamps.
+  explicit IbvCq(ibv_cq_ex* cq) : cq_(ibv_cq_ex_to_cq(cq)), ex_(cq) { cq_->cq_context = this; }
   ~IbvCq() override { LogReleaseFailure("ibv_destroy_cq", ibv_destroy_cq(cq_)); }
   ibv_cq* get() const { return cq_; }
+  ibv_cq_ex* ex() const { return ex_; }
 
  private:
   ibv_cq* cq_;
+  ibv_cq_ex* ex_ = nullptr;
+};
+
+class IbvAh : public VerbsAh {
+ public:
+  explicit IbvAh(ibv_ah* ah) : ah_(ah) {}
+  ~IbvAh() override { LogReleaseFailure("ibv_destroy_ah", ibv_destroy_ah(ah_)); }
+  ibv_ah* get() const { return ah_; }
+
+ private:
+  ibv_ah* ah_;
 };
 
 class IbvQp : public VerbsQp {
@@ -426,14 +440,55 @@ absl::StatusOr<VerbsCq*> IbvVerbs::WaitCqEvent(VerbsCompChannel* channel, absl::
   return static_cast<VerbsCq*>(static_cast<IbvCq*>(cq_context));
 }
 
-absl::StatusOr<std::unique_ptr<VerbsQp>> IbvVerbs::CreateRcQp(VerbsPd* pd, VerbsCq* send_cq,
-                                                              VerbsCq* recv_cq,
-                                                              const QpCapabilities& caps) {
+absl::StatusOr<std::unique_ptr<VerbsCq>> IbvVerbs::CreateTimestampedCq(VerbsContext* context,
+                                                                       int cqe,
+                                                                       VerbsCompChannel* channel) {
+  ibv_cq_init_attr_ex attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.cqe = static_cast<uint32_t>(cqe);
+  attr.channel = channel == nullptr ? nullptr : Raw(channel);
+  attr.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+  errno = 0;
+  ibv_cq_ex* cq = ibv_create_cq_ex(Raw(context), &attr);
+  if (cq == nullptr) {
+    return VerbsErrnoToStatus(absl::StrCat("ibv_create_cq_ex(", context->device_name(), ", cqe=",
+                                           cqe, ", COMPLETION_TIMESTAMP_WALLCLOCK)"),
+                              errno);
+  }
+  return std::unique_ptr<VerbsCq>(new IbvCq(cq));
+}
+
+absl::StatusOr<std::unique_ptr<VerbsAh>> IbvVerbs::CreateAh(VerbsPd* pd, const AddressVector& av) {
+  ibv_ah_attr attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.is_global = av.is_global ? 1 : 0;
+  std::memcpy(attr.grh.dgid.raw, av.dgid.bytes.data(), 16);
+  attr.grh.sgid_index = av.sgid_index;
+  attr.grh.hop_limit = av.hop_limit;
+  attr.grh.traffic_class = av.traffic_class;
+  attr.grh.flow_label = av.flow_label;
+  attr.sl = av.service_level;
+  attr.dlid = av.dlid;
+  attr.port_num = av.port;
+  errno = 0;
+  ibv_ah* ah = ibv_create_ah(Raw(pd), &attr);
+  if (ah == nullptr) {
+    return VerbsErrnoToStatus(absl::StrCat("ibv_create_ah(dgid=", av.dgid.ToString(),
+                                           ", flow_label=", av.flow_label, ")"),
+                              errno);
+  }
+  return std::unique_ptr<VerbsAh>(new IbvAh(ah));
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<VerbsQp>> CreateQp(ibv_pd* pd, ibv_cq* send_cq, ibv_cq* recv_cq,
+                                                  const QpCapabilities& caps, ibv_qp_type type) {
   ibv_qp_init_attr init;
   std::memset(&init, 0, sizeof(init));
-  init.send_cq = Raw(send_cq);
-  init.recv_cq = Raw(recv_cq);
-  init.qp_type = IBV_QPT_RC;
+  init.send_cq = send_cq;
+  init.recv_cq = recv_cq;
+  init.qp_type = type;
   init.sq_sig_all = 0;
   init.cap.max_send_wr = caps.max_send_wr;
   init.cap.max_recv_wr = caps.max_recv_wr;
@@ -441,13 +496,28 @@ absl::StatusOr<std::unique_ptr<VerbsQp>> IbvVerbs::CreateRcQp(VerbsPd* pd, Verbs
   init.cap.max_recv_sge = caps.max_recv_sge;
   init.cap.max_inline_data = caps.max_inline_data;
   errno = 0;
-  ibv_qp* qp = ibv_create_qp(Raw(pd), &init);
+  ibv_qp* qp = ibv_create_qp(pd, &init);
   if (qp == nullptr) {
-    return VerbsErrnoToStatus(absl::StrCat("ibv_create_qp(RC, max_send_wr=", caps.max_send_wr,
+    return VerbsErrnoToStatus(absl::StrCat("ibv_create_qp(", type == IBV_QPT_UD ? "UD" : "RC",
+                                           ", max_send_wr=", caps.max_send_wr,
                                            ", max_recv_wr=", caps.max_recv_wr, ")"),
                               errno);
   }
   return std::unique_ptr<VerbsQp>(new IbvQp(qp));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<VerbsQp>> IbvVerbs::CreateUdQp(VerbsPd* pd, VerbsCq* send_cq,
+                                                              VerbsCq* recv_cq,
+                                                              const QpCapabilities& caps) {
+  return CreateQp(Raw(pd), Raw(send_cq), Raw(recv_cq), caps, IBV_QPT_UD);
+}
+
+absl::StatusOr<std::unique_ptr<VerbsQp>> IbvVerbs::CreateRcQp(VerbsPd* pd, VerbsCq* send_cq,
+                                                              VerbsCq* recv_cq,
+                                                              const QpCapabilities& caps) {
+  return CreateQp(Raw(pd), Raw(send_cq), Raw(recv_cq), caps, IBV_QPT_RC);
 }
 
 absl::Status IbvVerbs::ModifyQp(VerbsQp* qp, const QpAttributes& attr, uint32_t attr_mask) {
@@ -457,6 +527,7 @@ absl::Status IbvVerbs::ModifyQp(VerbsQp* qp, const QpAttributes& attr, uint32_t 
   raw.pkey_index = attr.pkey_index;
   raw.port_num = attr.port;
   raw.qp_access_flags = attr.access_flags;
+  raw.qkey = attr.qkey;
   raw.ah_attr.is_global = attr.av.is_global ? 1 : 0;
   std::memcpy(raw.ah_attr.grh.dgid.raw, attr.av.dgid.bytes.data(), 16);
   raw.ah_attr.grh.sgid_index = attr.av.sgid_index;
@@ -530,8 +601,14 @@ absl::Status IbvVerbs::PostSend(VerbsQp* qp, absl::Span<const SendWorkRequest> w
     if (wr.opcode == SendOpcode::kSendWithImm || wr.opcode == SendOpcode::kRdmaWriteWithImm) {
       out.imm_data = htonl(wr.imm_data);
     }
-    out.wr.rdma.remote_addr = wr.remote_addr;
-    out.wr.rdma.rkey = wr.rkey;
+    if (wr.ah != nullptr) {
+      out.wr.ud.ah = static_cast<IbvAh*>(wr.ah)->get();
+      out.wr.ud.remote_qpn = wr.remote_qpn;
+      out.wr.ud.remote_qkey = wr.remote_qkey;
+    } else {
+      out.wr.rdma.remote_addr = wr.remote_addr;
+      out.wr.rdma.rkey = wr.rkey;
+    }
     out.next = i + 1 < wrs.size() ? &raw[i + 1] : nullptr;
   }
   ibv_send_wr* bad = nullptr;
@@ -577,7 +654,48 @@ absl::Status IbvVerbs::PostRecv(VerbsQp* qp, absl::Span<const RecvWorkRequest> w
   return absl::OkStatus();
 }
 
+namespace {
+
+// Polls an extended CQ (one made with completion timestamps).
+absl::StatusOr<int> PollCqEx(ibv_cq_ex* cq, absl::Span<WorkCompletion> out) {
+  if (out.empty()) return 0;
+  ibv_poll_cq_attr attr{};
+  int rc = ibv_start_poll(cq, &attr);
+  if (rc == ENOENT) return 0;
+  if (rc != 0) return VerbsErrnoToStatus("ibv_start_poll", rc);
+  int n = 0;
+  while (true) {
+    WorkCompletion& wc = out[n++];
+    wc = WorkCompletion();
+    wc.wr_id = cq->wr_id;
+    wc.raw_status = cq->status;
+    wc.status = FromIbvWcStatus(cq->status);
+    wc.opcode = FromIbvWcOpcode(ibv_wc_read_opcode(cq));
+    wc.byte_len = ibv_wc_read_byte_len(cq);
+    const unsigned int flags = ibv_wc_read_wc_flags(cq);
+    wc.has_imm = (flags & IBV_WC_WITH_IMM) != 0;
+    wc.imm_data = wc.has_imm ? ntohl(ibv_wc_read_imm_data(cq)) : 0;
+    wc.qp_num = ibv_wc_read_qp_num(cq);
+    wc.src_qp = ibv_wc_read_src_qp(cq);
+    wc.has_grh = (flags & IBV_WC_GRH) != 0;
+    wc.vendor_err = ibv_wc_read_vendor_err(cq);
+    wc.completion_timestamp_ns = ibv_wc_read_completion_wallclock_ns(cq);
+    if (n == static_cast<int>(out.size())) break;
+    rc = ibv_next_poll(cq);
+    if (rc == ENOENT) break;
+    if (rc != 0) {
+      ibv_end_poll(cq);
+      return VerbsErrnoToStatus("ibv_next_poll", rc);
+    }
+  }
+  ibv_end_poll(cq);
+  return n;
+}
+
+}  // namespace
+
 absl::StatusOr<int> IbvVerbs::PollCq(VerbsCq* cq, absl::Span<WorkCompletion> out) {
+  if (ibv_cq_ex* ex = static_cast<IbvCq*>(cq)->ex(); ex != nullptr) return PollCqEx(ex, out);
   constexpr int kBatch = 32;
   ibv_wc wcs[kBatch];
   const int want = static_cast<int>(std::min<size_t>(out.size(), kBatch));
@@ -596,6 +714,9 @@ absl::StatusOr<int> IbvVerbs::PollCq(VerbsCq* cq, absl::Span<WorkCompletion> out
     wc.imm_data = wc.has_imm ? ntohl(wcs[i].imm_data) : 0;
     wc.qp_num = wcs[i].qp_num;
     wc.vendor_err = wcs[i].vendor_err;
+    wc.src_qp = wcs[i].src_qp;
+    wc.has_grh = (wcs[i].wc_flags & IBV_WC_GRH) != 0;
+    wc.completion_timestamp_ns = 0;
   }
   return n;
 }

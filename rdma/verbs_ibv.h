@@ -44,6 +44,12 @@ class IbvVerbs : public Verbs {
   absl::StatusOr<std::unique_ptr<VerbsQp>> CreateRcQp(VerbsPd* pd, VerbsCq* send_cq,
                                                       VerbsCq* recv_cq,
                                                       const QpCapabilities& caps) override;
+  absl::StatusOr<std::unique_ptr<VerbsQp>> CreateUdQp(VerbsPd* pd, VerbsCq* send_cq,
+                                                      VerbsCq* recv_cq,
+                                                      const QpCapabilities& caps) override;
+  absl::StatusOr<std::unique_ptr<VerbsAh>> CreateAh(VerbsPd* pd, const AddressVector& av) override;
+  absl::StatusOr<std::unique_ptr<VerbsCq>> CreateTimestampedCq(VerbsContext* context, int cqe,
+                                                               VerbsCompChannel* channel) override;
   absl::Status ModifyQp(VerbsQp* qp, const QpAttributes& attr, uint32_t attr_mask) override;
   absl::StatusOr<QpState> QueryQpState(VerbsQp* qp) override;
   absl::StatusOr<std::unique_ptr<VerbsMr>> RegisterMr(VerbsPd* pd, void* addr, size_t length,

@@ -7,6 +7,19 @@
 namespace weft::rdma {
 namespace {
 
+// rdma-core's ibv_flow_label_to_udp_sport (libibverbs verbs.h), which mlx5 applies.
+TEST(FlowLabelTest, ChosenLabelGivesTheChosenRoceSourcePort) {
+  for (uint32_t port = 0xC001; port <= 0xFFFF; ++port) {
+    const uint32_t fl = FlowLabelForUdpSourcePort(static_cast<uint16_t>(port));
+    ASSERT_NE(fl, 0u) << port;
+    ASSERT_EQ(FlowLabelToUdpSourcePort(fl), port);
+  }
+  // The upper six bits of a 20-bit label fold into the low ones.
+  EXPECT_EQ(FlowLabelToUdpSourcePort(0x4001), 0xC000 | (0x0001 ^ 0x1));
+  EXPECT_EQ(FlowLabelToUdpSourcePort(0xFFFFF), 0xC000 | (0x3FFF ^ 0x3F));
+  EXPECT_EQ(FlowLabelForUdpSourcePort(0xC000), 0u);  // left to the device
+}
+
 TEST(GidTest, Ipv4MappedRoundTrip) {
   Gid gid = Gid::FromIpv4(0x0a000001);  // 10.0.0.1
   EXPECT_TRUE(gid.IsIpv4Mapped());

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  bazel-bootstrap g++ make curl iproute2 procps python3
+  bazel-bootstrap g++ make curl iproute2 nftables procps python3
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libyaml-cpp-dev prometheus-cpp-dev
   libibverbs-dev librdmacm-dev libsqlite3-dev libssl-dev

@@ -1,0 +1,96 @@
+// Pingmesh: the agent's prober and responder as one part (issue 22), built by the
+// composition root (agent/agent_daemon.h) from AgentConfig.probe and used by the
+// agent loop (agent/agent.h): it answers other nodes' probes on probe.udp_port
+// (UdpResponder), probes the pinglist the controller sends (Prober over UdpProber),
+// and hands out the closed windows for the next telemetry batch.
+//
+// Over RDMA UD (where the composition root passes a Verbs, i.e. on real NICs): Start
+// opens one UdProbeTransport per ACTIVE RoCE NIC with a RoCE v2 IPv4 GID; its QP
+// number is advertised as Nic.probe_ud_qpn. A NIC where that fails is logged and
+// probed over UDP only.
+//
+// The node's probe rate is the lower of probe.max_probes_per_second and what
+// probe.max_nic_share of the slowest NIC's line rate carries (kWireBytesPerProbe per
+// probe with both replies), fixed at Start() from the discovered NICs.
+//
+// Thread-safety: thread-safe; Start() once, after Create, before the rest.
+#ifndef WEFT_AGENT_PROBE_PINGMESH_H_
+#define WEFT_AGENT_PROBE_PINGMESH_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/probe/prober.h"
+#include "agent/probe/ud_transport.h"
+#include "agent/probe/udp_transport.h"
+#include "common/clock.h"
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
+#include "proto/weft/v1/config.pb.h"
+#include "proto/weft/v1/node.pb.h"
+#include "proto/weft/v1/probe.pb.h"
+
+namespace weft::agent::probe {
+
+// Bytes one UDP probe exchange puts on the wire: the probe, ACK1 and ACK2, each a
+// 64-byte payload + UDP 8 + IPv4 20 + Ethernet 14 + FCS 4 + preamble and gap 20.
+inline constexpr double kWireBytesPerProbe = 3 * (kUdpProbeBytes + 8 + 20 + 14 + 4 + 20);
+
+// The node cap: `max_probes_per_second`, or fewer when `max_nic_share` of the slowest
+// NIC with a known speed (Nic.speed_mbps) carries fewer probe exchanges.
+double ProbeRateCap(double max_probes_per_second, double max_nic_share,
+                    const std::vector<weft::v1::Nic>& nics);
+
+class Pingmesh {
+ public:
+  // Null when config.probe.udp_port is 0 (probing off). A responder port that cannot be
+  // bound is logged and the node goes on probing without answering (several simulated
+  // agents on one machine share the default port); UNAVAILABLE when the prober's
+  // sockets cannot be set up at all.
+  // `verbs` (may be null: no UD) is kept for the UD transports.
+  static absl::StatusOr<std::unique_ptr<Pingmesh>> Create(
+      const weft::v1::AgentConfig& config, const Clock* clock, prometheus::Registry* registry,
+      std::unique_ptr<rdma::Verbs> verbs = nullptr);
+  ~Pingmesh();
+
+  // Fixes the node cap from `nics` and starts probing (nothing until a pinglist).
+  void Start(const std::vector<weft::v1::Nic>& nics);
+  void Stop();
+
+  // Applies a pinglist from the controller (Prober::Apply), counting the outcome.
+  absl::Status Apply(const weft::v1::Pinglist& pinglist);
+  std::vector<weft::v1::ProbeWindow> TakeWindows() { return prober_->TakeWindows(); }
+  uint64_t pinglist_version() const { return prober_->pinglist_version(); }
+  // The responder's bound port; 0 when it is not answering.
+  uint32_t udp_port() const { return responder_ != nullptr ? responder_->port() : 0; }
+  double max_probes_per_second() const { return max_probes_per_second_; }
+  // The UD responder's QP number on `device`; 0 when it has none.
+  uint32_t ud_qpn(const std::string& device) const;
+
+ private:
+  Pingmesh(const weft::v1::ProbeConfig& config, std::unique_ptr<UdpProber> udp,
+           std::unique_ptr<UdpResponder> responder, const Clock* clock,
+           prometheus::Registry* registry, const std::string& node_name);
+
+  const weft::v1::ProbeConfig config_;
+  const std::string node_name_;
+  const Clock* const clock_;
+  prometheus::Registry* const registry_;
+  prometheus::Counter& applied_;
+  prometheus::Counter& refused_;
+  std::unique_ptr<UdpProber> udp_;
+  std::unique_ptr<UdpResponder> responder_;
+  std::unique_ptr<rdma::Verbs> verbs_;  // null: no UD
+  std::map<std::string, std::unique_ptr<UdProbeTransport>> ud_;  // by RDMA device
+  std::unique_ptr<Prober> prober_;  // made by Start (the cap is known then)
+  double max_probes_per_second_ = 0;
+};
+
+}  // namespace weft::agent::probe
+
+#endif  // WEFT_AGENT_PROBE_PINGMESH_H_
