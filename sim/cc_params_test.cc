@@ -52,16 +52,19 @@ TEST(MapCcParams, PaperMatchesTheFluidModelsPaperDefaults) {
   EXPECT_TRUE(m.not_modelled.empty());
 }
 
-TEST(MapCcParams, BarrePaceAndTheCutFloorItCannotModel) {
+TEST(MapCcParams, BarrePaceAndCutFloor) {
   const MappedCcParams m = MapCcParams(BarreCcParams(), FabricSide()).value();
   EXPECT_DOUBLE_EQ(m.params.tau_us, 2);  // max(np 1 µs, monitor period 2 µs)
   EXPECT_DOUBLE_EQ(m.params.timer_us, 50);
   EXPECT_DOUBLE_EQ(m.params.rate_ai_bps, 10e6);
-  bool min_dec_fac_listed = false;
+  // rp_min_dec_fac = 90: a cut keeps at least 90 % of the rate.
+  EXPECT_DOUBLE_EQ(m.params.max_cut_fraction, 0.1);
   for (const std::string& line : m.not_modelled) {
-    if (line.find("rp_min_dec_fac = 90") != std::string::npos) min_dec_fac_listed = true;
+    EXPECT_THAT(line, ::testing::Not(HasSubstr("rp_min_dec_fac")));
   }
-  EXPECT_TRUE(min_dec_fac_listed);
+  // The firmware's 50 maps to 0.5, which α/2 never exceeds.
+  EXPECT_DOUBLE_EQ(MapCcParams(FirmwareDefaultCcParams(), FabricSide()).value().params.max_cut_fraction,
+                   0.5);
 }
 
 TEST(MapCcParams, CnpIntervalZeroIsOneModelStep) {

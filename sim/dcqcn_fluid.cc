@@ -82,6 +82,7 @@ absl::Status ValidateParams(const DcqcnParams& params) {
       {"feedback_delay_us", p.feedback_delay_us, 0, 1e5, false, ""},
       // 0.125 bytes = one bit: the unit of the bit-counting version of the authors' script.
       {"packet_bytes", p.packet_bytes, 0.125, 65536, false, ""},
+      {"max_cut_fraction", p.max_cut_fraction, 0, 1, false, " (1 − rp_min_dec_fac/100)"},
   };
   for (const Range& r : ranges) {
     if (absl::Status s = CheckRange(r.name, r.value, r.low, r.high, r.low_open); !s.ok()) {
@@ -160,6 +161,7 @@ ModelUnits ToModelUnits(const DcqcnParams& params) {
   units.timer_s = params.timer_us * 1e-6;
   units.fast_recovery_steps = params.fast_recovery_steps;
   units.g = params.g;
+  units.max_cut_fraction = params.max_cut_fraction;
   return units;
 }
 
@@ -189,7 +191,9 @@ DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& mark
   d.rate_target_pps = -(r_t - r_c) / units.tau_s * cut +
                       units.rate_ai_pps * marking.byte_after_recovery * byte_events +
                       units.rate_ai_pps * timer_after_recovery * timer_events;
-  d.rate_current_pps = -r_c * state.alpha / (2 * units.tau_s) * cut +
+  // One cut per CNP: α/2 of R_C, at most max_cut_fraction of it (rp_min_dec_fac).
+  const double cut_fraction = std::min(state.alpha / 2, units.max_cut_fraction);
+  d.rate_current_pps = -r_c * cut_fraction / units.tau_s * cut +
                        (r_t - r_c) / 2 * byte_events + (r_t - r_c) / 2 * timer_events;
   return d;
 }

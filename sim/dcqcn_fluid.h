@@ -66,6 +66,11 @@ struct DcqcnParams {
   double rate_ai_bps = 40e6;         // R_AI
   double feedback_delay_us = 4;      // τ*: control-loop delay
   double packet_bytes = 1000;        // the unit the model counts in (0.125 = bits)
+  // The largest share of R_C one cut may take: mlx5's rp_min_dec_fac floor (the new rate
+  // is at least fac % of the old, fabric-facts §4), 1 − fac/100. A cut is
+  // R_C·min(α/2, max_cut_fraction); the default 0.5 (fac = 50, the firmware's) never binds
+  // because α ≤ 1, so it leaves the CoNEXT'16 model exactly as published.
+  double max_cut_fraction = 0.5;
 };
 
 // The set the CoNEXT'16 results are checked against (sim/dcqcn_fluid_test.cc,
@@ -84,6 +89,8 @@ double MarkingProbability(const DcqcnParams& params, double queue_bytes);
 // p* solves a²α*/((b + d)(c + e)) = τ²·R_AI·R_C* exactly (bisection; the left side
 // rises with p); the paper's cube-root formula, its Taylor expansion at p = 0, is kept
 // beside it: it overestimates p* by 19 % at N = 2 and 30 % at N = 10 (1 KB packets).
+// It assumes the cut is α/2 (max_cut_fraction does not bind at α*, which holds while
+// α*/2 ≤ max_cut_fraction; α* is small at a fixed point).
 struct FixedPoint {
   double rate_bps = 0;                    // R_C* = C/N
   double marking_probability = 0;         // p*, exact
@@ -109,6 +116,7 @@ struct ModelUnits {
   double timer_s = 0;
   double fast_recovery_steps = 0;
   double g = 0;
+  double max_cut_fraction = 0.5;
 };
 ModelUnits ToModelUnits(const DcqcnParams& params);
 
@@ -130,7 +138,8 @@ struct DcqcnFlowState {
 };
 
 // dα/dt, dR_T/dt and dR_C/dt of Fig. 1 for one flow whose rate one loop delay ago was
-// delayed_rate_pps (R^), under the delayed marking `marking` (p^). Without the clamps
+// delayed_rate_pps (R^), under the delayed marking `marking` (p^); a cut takes
+// R_C·min(α/2, max_cut_fraction) (the paper's α/2 unless rp_min_dec_fac binds). Without the clamps
 // at R ≥ C: Step applies them; the linearization (sim/dcqcn_stability.h) works at a
 // fixed point below C, where they do not act.
 DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,

@@ -256,6 +256,26 @@ TEST(DcqcnFluidTest, LateFlowGetsItsShare) {
   EXPECT_NEAR(shared.utilization, 1, 0.01);
 }
 
+TEST(DcqcnFluidTest, CutFloorBoundsOneCutAsRpMinDecFacDoes) {
+  DcqcnParams params;
+  const ModelUnits half = ToModelUnits(params);  // max_cut_fraction 0.5: α/2
+  params.max_cut_fraction = 0.1;                  // rp_min_dec_fac = 90
+  const ModelUnits floor = ToModelUnits(params);
+  const DcqcnFlowState state{/*alpha=*/1, /*rate_target_pps=*/4e6, /*rate_current_pps=*/4e6};
+  const MarkingTerms marked = MarkingTermsAt(half, 0.5);  // a CNP every τ, no increase
+  // α = 1: the paper cuts R_C by α/2 = 50 % per CNP, the floor by 10 %: 5× slower.
+  const double d_half = FlowDerivatives(half, marked, state, 4e6).rate_current_pps;
+  const double d_floor = FlowDerivatives(floor, marked, state, 4e6).rate_current_pps;
+  EXPECT_NEAR(d_floor / d_half, 0.2, 1e-6);
+  // α = 0.1: α/2 = 5 % is under the floor's 10 %, the cut is the paper's.
+  DcqcnFlowState small_alpha = state;
+  small_alpha.alpha = 0.1;
+  EXPECT_DOUBLE_EQ(FlowDerivatives(floor, marked, small_alpha, 4e6).rate_current_pps,
+                   FlowDerivatives(half, marked, small_alpha, 4e6).rate_current_pps);
+  params.max_cut_fraction = 1.5;
+  EXPECT_THAT(std::string(ValidateParams(params).message()), HasSubstr("max_cut_fraction = 1.5"));
+}
+
 TEST(DcqcnFluidTest, RefusesBadParametersNamingThem) {
   auto refused = [](DcqcnParams params) {
     return DcqcnFluidModel::Create(params, UniformFlows(2, 1e9)).status();
