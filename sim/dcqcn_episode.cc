@@ -31,6 +31,10 @@ absl::Status Validate(const EpisodeConfig& c) {
     if (!(f.max_rate_bps >= 0 && f.max_rate_bps <= c.dcqcn.capacity_bps)) {
       return OutOfRange(prefix + "max_rate_bps", f.max_rate_bps, "[0, capacity_bps]");
     }
+    if (f.victim && f.max_rate_bps <= 0) {
+      return OutOfRange(prefix + "max_rate_bps", f.max_rate_bps,
+                        "(0, capacity_bps] for a victim flow (it sends at its cap)");
+    }
     if (!(f.initial_alpha >= 0 && f.initial_alpha <= 1)) {
       return OutOfRange(prefix + "initial_alpha", f.initial_alpha, "[0, 1]");
     }
@@ -109,10 +113,19 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
   int remaining = n;
   EpisodeResult result;
   std::vector<double> sent_pps(n, 0);
+  double last_start_us = 0;
+  for (const EpisodeFlow& f : config.flows) last_start_us = std::max(last_start_us, f.start_us);
+  // Delivered bytes when the last flow starts and when the first one completes.
+  std::vector<double> delivered_at_last_start, delivered_at_first_done;
+  double window_start_us = 0, window_end_us = 0;
 
   int64_t k = 0;
   for (; k < max_steps && remaining > 0; ++k) {
     const double t_us = k * dt_us;
+    if (delivered_at_last_start.empty() && t_us + 1e-9 >= last_start_us) {
+      delivered_at_last_start = delivered;
+      window_start_us = t_us;
+    }
     const int64_t read_pause = k - pause_delay - 1;
     const bool paused = read_pause >= 0 && pause_history[read_pause % pause_len];
     bool any_waiting = false;
@@ -128,6 +141,18 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
       if (!sending[i]) continue;
       any_waiting = true;
       if (paused) continue;
+      if (config.flows[i].victim) {  // straight to its receiver on another path
+        const double bytes = std::min(cap_pps[i] * packet_bytes * dt_s, to_send[i]);
+        to_send[i] -= bytes;
+        delivered[i] += bytes;
+        if (to_send[i] <= 0) {
+          sending[i] = false;
+          done[i] = true;
+          fct[i] = t_us + dt_us - config.flows[i].start_us;
+          --remaining;
+        }
+        continue;
+      }
       const double bytes = std::min(rp[i].rate_current_pps * packet_bytes * dt_s, to_send[i]);
       to_send[i] -= bytes;
       queued[i] += bytes;
@@ -135,7 +160,7 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
       if (to_send[i] <= 0) sending[i] = false;
     }
     for (int i = 0; i < n; ++i) {
-      if (!sending[i]) continue;
+      if (!sending[i] || config.flows[i].victim) continue;
       const int64_t read = k - delay_steps[i] - 1;
       const double p = read >= 0 ? p_history[read % len] : 0;
       const double rate = read >= 0 ? rate_history[(read % len) * n + i] : cap_pps[i];
@@ -156,11 +181,15 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
       delivered[i] += served;
       total_delivered += served;
       queue_after += queued[i];
-      if (!done[i] && started[i] && !sending[i] && queued[i] <= 1e-9 * config.flows[i].bytes) {
+      if (!done[i] && started[i] && !sending[i] && !config.flows[i].victim && queued[i] <= 1e-9 * config.flows[i].bytes) {
         done[i] = true;
         fct[i] = t_us + dt_us - config.flows[i].start_us;
         --remaining;
       }
+    }
+    if (delivered_at_first_done.empty() && remaining < n) {
+      delivered_at_first_done = delivered;
+      window_end_us = t_us + dt_us;
     }
     if (config.pfc_xoff_bytes > 0) {
       pause_state = pause_state ? queue_after > config.pfc_xon_bytes
@@ -204,6 +233,15 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
                                   static_cast<size_t>(0.99 * queue_samples.size()));
     std::nth_element(queue_samples.begin(), queue_samples.begin() + index, queue_samples.end());
     result.p99_queue_bytes = queue_samples[index];
+  }
+  if (!delivered_at_last_start.empty() && !delivered_at_first_done.empty() &&
+      window_end_us > window_start_us + dt_us) {
+    rate_sum = rate_sq = 0;
+    for (int i = 0; i < n; ++i) {
+      const double rate = delivered_at_first_done[i] - delivered_at_last_start[i];
+      rate_sum += rate;
+      rate_sq += rate * rate;
+    }
   }
   result.jain_fairness = rate_sq > 0 ? rate_sum * rate_sum / (n * rate_sq) : 0;
   return result;
