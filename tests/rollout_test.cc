@@ -30,6 +30,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -231,7 +232,12 @@ TEST_F(RolloutTest, ATunedProposalIsAppliedThroughAnOrdinaryRollout) {
   CommandResult refused = Weftctl({"tune", "propose"});
   EXPECT_EQ(refused.exit_status, 1);
   EXPECT_THAT(refused.err, HasSubstr("no policy is in force"));
-  ASSERT_EQ(Weftctl({"rollout", "start", PolicyFile(/*bake_s=*/1)}).exit_status, 0);
+  // The firmware's DCQCN defaults in force (rp_ai_rate 5, nothing else set): on an 8→1
+  // incast they hold the queue at the PFC threshold, which the tuner learns to avoid.
+  const std::string policy = TempPath(absl::StrCat(TestName(), ".policy.yaml"));
+  std::ofstream(policy) << absl::StrReplaceAll(PolicyYaml(/*bake_s=*/1, /*ai_rate=*/5),
+                                               {{", rp_hai_rate: 100", ""}});
+  ASSERT_EQ(Weftctl({"rollout", "start", policy}).exit_status, 0);
   ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60)).has_value());
 
   CommandResult dry = Weftctl({"tune", "propose", "--dry-run", "--wait", "--max-evaluations=3"});
@@ -242,7 +248,7 @@ TEST_F(RolloutTest, ATunedProposalIsAppliedThroughAnOrdinaryRollout) {
   EXPECT_EQ(Weftctl({"tune", "apply", "tune-1"}).exit_status, 1);
 
   CommandResult proposed = Weftctl(
-      {"tune", "propose", "--scope=rack-1", "--wait", "--max-evaluations=12", "--seed=3"});
+      {"tune", "propose", "--scope=rack-1", "--wait", "--max-evaluations=40", "--seed=3"});
   ASSERT_EQ(proposed.exit_status, 0) << proposed.err;
   ASSERT_THAT(proposed.out, HasSubstr("proposal tune-2  PROPOSED  scope rack-1")) << proposed.out;
   CommandResult applied = Weftctl({"tune", "apply", "tune-2"});
