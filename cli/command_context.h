@@ -11,6 +11,7 @@
 #ifndef WEFT_CLI_COMMAND_CONTEXT_H_
 #define WEFT_CLI_COMMAND_CONTEXT_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -27,6 +28,16 @@ namespace weft {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
+
+// weftctl tune's flags.
+struct TuneFlags {
+  std::vector<std::string> scope;  // --scope: racks, pod:NAME, node:NAME
+  bool dry_run = false;
+  std::string strategy;            // surrogate (default) or annealing
+  uint64_t seed = 0;
+  uint32_t max_evaluations = 0;    // 0: the controller's limit
+  bool wait = false;               // propose: follow the search to its end
+};
 
 // weftctl's flags, parsed (cli/weftctl_flags.h); defaults are the flags' defaults.
 struct WeftctlOptions {
@@ -50,6 +61,7 @@ struct WeftctlOptions {
   std::string observed;             // topology check --offline
   std::string occupancy;            // place --offline
   FabricFlags fabric;               // fabric (--fabric, --nic, --link, --value, ...)
+  TuneFlags tune;                   // tune (--scope, --dry-run, --wait, ...)
 };
 
 // "weftctl: PROBLEM", a blank line, then "usage: " and `usage`, on `err`; returns

@@ -12,6 +12,7 @@
 #include "cli/prometheus_command.h"
 #include "cli/reservation_commands.h"
 #include "cli/rollout_command.h"
+#include "cli/tune_command.h"
 #include "cli/topology_command.h"
 
 namespace weft {
@@ -80,6 +81,11 @@ const std::vector<Command>& Commands() {
         "  rollout start FILE | status [ID] | pause [ID] | resume [ID] | abort [ID] [--reason R]\n"
         "        | history             staged rollout of a policy: canary, bake, waves, rollback\n",
      {"reason"}, &RunRolloutCommand},
+    {"tune",
+        "  tune propose [--scope rack-a,pod:P,node:N] [--dry-run] [--strategy surrogate|annealing]\n"
+        "        [--seed N] [--max-evaluations N] [--wait] | status [ID] | history | apply ID\n"
+        "                              DCQCN tuning: search in the twin, roll the best out\n",
+     {"scope", "dry_run", "strategy", "seed", "max_evaluations", "wait"}, &RunTuneCommand},
     {"topology",
         "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
         "                              LLDP cabling against the design; exit 1 on findings\n",

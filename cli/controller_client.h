@@ -25,6 +25,7 @@
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/placement.grpc.pb.h"
 #include "proto/weft/v1/rollout.grpc.pb.h"
+#include "proto/weft/v1/tune.grpc.pb.h"
 
 namespace weft {
 
@@ -43,6 +44,7 @@ class ControllerClient {
   weft::v1::AdminService::StubInterface& admin() { return *admin_; }
   weft::v1::PlacementService::StubInterface& placement() { return *placement_; }
   weft::v1::RolloutService::StubInterface& rollouts() { return *rollouts_; }
+  weft::v1::TuneService::StubInterface& tune() { return *tune_; }
 
   // A context whose deadline is --timeout_ms from now.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
@@ -71,6 +73,7 @@ class ControllerClient {
   std::unique_ptr<weft::v1::AdminService::StubInterface> admin_;
   std::unique_ptr<weft::v1::PlacementService::StubInterface> placement_;
   std::unique_ptr<weft::v1::RolloutService::StubInterface> rollouts_;
+  std::unique_ptr<weft::v1::TuneService::StubInterface> tune_;
 };
 
 template <>
@@ -87,6 +90,11 @@ template <>
 inline weft::v1::RolloutService::StubInterface&
 ControllerClient::StubFor<weft::v1::RolloutService::StubInterface>() {
   return *rollouts_;
+}
+template <>
+inline weft::v1::TuneService::StubInterface&
+ControllerClient::StubFor<weft::v1::TuneService::StubInterface>() {
+  return *tune_;
 }
 
 }  // namespace weft

@@ -72,6 +72,15 @@ ABSL_FLAG(std::optional<double>, value, std::nullopt,
           "fabric inject: the fault's magnitude (a share, or seconds for flapping_link)");
 ABSL_FLAG(std::string, prefix, "", "fabric links: only links with an end named so");
 ABSL_FLAG(bool, busy, false, "fabric links: only links carrying traffic or paused");
+ABSL_FLAG(std::vector<std::string>, scope, {},
+          "tune propose: racks to tune (pod:NAME, node:NAME for pods and nodes), "
+          "comma-separated; empty: the whole cluster");
+ABSL_FLAG(bool, dry_run, false, "tune propose: evaluate only; the proposal can never be applied");
+ABSL_FLAG(std::string, strategy, "", "tune propose: surrogate (default) or annealing");
+ABSL_FLAG(uint64_t, seed, 0, "tune propose: the search's seed (same seed, same proposal)");
+ABSL_FLAG(uint32_t, max_evaluations, 0,
+          "tune propose: candidates to evaluate at most; 0: the controller's limit");
+ABSL_FLAG(bool, wait, false, "tune propose: wait for the search to end and show it");
 
 namespace weft {
 
@@ -136,6 +145,13 @@ WeftctlOptions WeftctlOptionsFromFlags() {
   fabric.value = absl::GetFlag(FLAGS_value);
   fabric.prefix = absl::GetFlag(FLAGS_prefix);
   fabric.busy = absl::GetFlag(FLAGS_busy);
+  TuneFlags& tune = options.tune;
+  tune.scope = absl::GetFlag(FLAGS_scope);
+  tune.dry_run = absl::GetFlag(FLAGS_dry_run);
+  tune.strategy = absl::GetFlag(FLAGS_strategy);
+  tune.seed = absl::GetFlag(FLAGS_seed);
+  tune.max_evaluations = absl::GetFlag(FLAGS_max_evaluations);
+  tune.wait = absl::GetFlag(FLAGS_wait);
   return options;
 }
 

@@ -104,6 +104,9 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   config.set_window_samples(60);
   config.set_event_log_capacity(10000);
   config.set_policy_file("");
+  config.mutable_tuning()->set_max_evaluations(40);
+  config.mutable_tuning()->set_max_wall_s(120);
+  config.mutable_tuning()->set_seeds(3);
   config.set_state_dir("/var/lib/weft/controller");
   // No TLS files and not insecure: plaintext, accepted only because the default
   // listen_address is loopback (ValidateTransport). deploy/examples turns TLS on.

@@ -7,7 +7,10 @@
 #ifndef WEFT_COMMON_GRPC_STATUS_H_
 #define WEFT_COMMON_GRPC_STATUS_H_
 
+#include <utility>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
 #include "grpcpp/support/status.h"
@@ -21,6 +24,14 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 // reactor, which the handler returns: the services' adapters finish every call this way.
 grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
                                      const absl::Status& status);
+
+// The same with `result`'s status, moving its value into `*out` (the response) when OK.
+template <typename T>
+grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
+                                     absl::StatusOr<T> result, T* out) {
+  if (result.ok()) *out = *std::move(result);
+  return FinishWith(context, result.status());
+}
 
 }  // namespace weft
 

@@ -78,6 +78,12 @@ const std::vector<MethodRule>& AllMethodRules() {
       {"/weft.v1.RolloutService/PauseRollout", Role::kOperator, true, "id"},
       {"/weft.v1.RolloutService/ResumeRollout", Role::kOperator, true, "id"},
       {"/weft.v1.RolloutService/AbortRollout", Role::kOperator, true, "id"},
+      // DCQCN tuning: a search is an operator's (it changes nothing on the fabric);
+      // applying a proposal starts a policy rollout, so it is an admin's, as StartRollout.
+      {"/weft.v1.TuneService/Propose", Role::kOperator, true, "scope"},
+      {"/weft.v1.TuneService/GetProposal", Role::kViewer, false, ""},
+      {"/weft.v1.TuneService/ListProposals", Role::kViewer, false, ""},
+      {"/weft.v1.TuneService/ApplyProposal", Role::kAdmin, true, "id"},
       // Load balancers and systemd probes check health without credentials.
       {"/grpc.health.v1.Health/Check", Role::kNone, false, ""},
       {"/grpc.health.v1.Health/Watch", Role::kNone, false, ""},

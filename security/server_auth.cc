@@ -29,7 +29,8 @@ std::optional<absl::string_view> FindHeader(const Multimap& metadata, absl::stri
   return std::nullopt;
 }
 
-// The string (or integer) field `field` of `request`, for the audit's target.
+// The string, integer or message (its short text form) field `field` of `request`, for
+// the audit's target.
 std::string TargetOf(const google::protobuf::Message& request, absl::string_view field) {
   const google::protobuf::FieldDescriptor* descriptor =
       request.GetDescriptor()->FindFieldByName(std::string(field));
@@ -40,6 +41,8 @@ std::string TargetOf(const google::protobuf::Message& request, absl::string_view
       return reflection->GetString(request, descriptor);
     case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
       return absl::StrCat(reflection->GetUInt64(request, descriptor));
+    case google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE:  // e.g. a tuning scope
+      return reflection->GetMessage(request, descriptor).ShortDebugString();
     default:
       return "";
   }

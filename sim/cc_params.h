@@ -22,16 +22,16 @@
 //   C, Kmin, Kmax, Pmax, τ*, packet unit ← FabricSide
 //
 // What the fluid model cannot represent:
-//   rp_gd: the model cuts by α/2, i.e. rp_gd = 11 only; any other value is refused
+//   rp_gd: the model cuts by α/2 (before the floor), i.e. rp_gd = 11 only; any other value is refused
 //     (changing the cut depth silently would misreport every result).
-//   rp_min_dec_fac: the floor of one cut (new rate ≥ fac % of the old). With rp_gd = 11 a
-//     cut is at most 50 %, so fac ≤ 50 never binds and the model is exact; fac > 50 (Barre's
-//     80–98) binds whenever α > 2·(1 − fac/100) and the model IGNORES it (listed in
-//     not_modelled): the twin's cuts are deeper than the NIC's for those settings.
-//   rp_hai_rate: the model has fast recovery and additive increase, no hyper increase;
-//     ignored (listed when it differs from the default, since the default is ignored too).
-//   rp_clamp_tgt_rate / _ati: the model sets R_T ← R_C on every cut (clamp always);
-//     listed when the flags are not (1, *).
+//   rp_min_dec_fac → max_cut_fraction = 1 − fac/100: one cut takes R_C·min(α/2, that)
+//     (sim/dcqcn_fluid.h). fac ≤ 50 never binds (α ≤ 1); Barre's 80–98 bounds a cut to
+//     2–20 %, which damps the deep cuts of the firmware's τ′ = 1 µs.
+//   rp_hai_rate → rate_hai_bps: hyper increase once both stages passed F, with the stage
+//     factor taken as 1 (a lower bound on the NIC's increase; sim/dcqcn_fluid.h).
+//   rp_clamp_tgt_rate / _ati → target_clamp: 1 → R_T ← R_C on every cut; 0 / 1 (the
+//     firmware's) → only when a timer increase came since the last cut, in the fluid model
+//     a probability; 0 / 0 → never.
 //   rp_min_rate, rp_max_rate, rp_rate_to_set_on_first_cnp: rates stay in [0, C] in the
 //     model; listed when not at their defaults.
 //   np_min_time_between_cnps is per NP port on the NIC (per flow in the model): in an
@@ -100,7 +100,7 @@ weft::v1::DcqcnParams FirmwareDefaultCcParams();
 // 2 ms against T = 55 µs, so the timer drives increase in the paper's setting too.
 weft::v1::DcqcnParams PaperCcParams();
 // Barre's hand-tuned direction (ATC'25 Table 2, fabric-facts §7), the middle of each
-// range: np_min_time_between_cnps 1 (0–2), rp_min_dec_fac 90 (80–98, not modelled),
+// range: np_min_time_between_cnps 1 (0–2), rp_min_dec_fac 90 (80–98),
 // rp_rate_reduce_monitor_period 2 (1–4), rp_ai_rate 10 (8–20), rp_time_reset 50
 // (20–100); the rest firmware defaults.
 weft::v1::DcqcnParams BarreCcParams();

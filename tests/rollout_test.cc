@@ -30,6 +30,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -220,6 +221,60 @@ TEST_F(RolloutTest, RolloutCompletesAcrossThreeRacks) {
   EXPECT_THAT(status.out, HasSubstr("phase COMPLETED"));
   EXPECT_THAT(status.out, HasSubstr("wave 2 *"));
   EXPECT_THAT(status.out, HasSubstr("pfc_pause_share"));
+}
+
+// The tuner as an operator drives it: a dry run that can never be applied, a search for
+// one rack whose proposal `weftctl tune apply` rolls out like any policy, and the
+// proposal following its rollout to the end.
+TEST_F(RolloutTest, ATunedProposalIsAppliedThroughAnOrdinaryRollout) {
+  StartAgents();
+  ASSERT_TRUE(WaitForNodes(absl::Seconds(20)));
+  CommandResult refused = Weftctl({"tune", "propose"});
+  EXPECT_EQ(refused.exit_status, 1);
+  EXPECT_THAT(refused.err, HasSubstr("no policy is in force"));
+  // The firmware's DCQCN defaults in force (rp_ai_rate 5, nothing else set): on an 8→1
+  // incast they hold the queue at the PFC threshold, which the tuner learns to avoid.
+  const std::string policy = TempPath(absl::StrCat(TestName(), ".policy.yaml"));
+  std::ofstream(policy) << absl::StrReplaceAll(PolicyYaml(/*bake_s=*/1, /*ai_rate=*/5),
+                                               {{", rp_hai_rate: 100", ""}});
+  ASSERT_EQ(Weftctl({"rollout", "start", policy}).exit_status, 0);
+  ASSERT_TRUE(WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60)).has_value());
+
+  CommandResult dry = Weftctl({"tune", "propose", "--dry-run", "--wait", "--max-evaluations=3"});
+  ASSERT_EQ(dry.exit_status, 0) << dry.err;
+  EXPECT_THAT(dry.out, HasSubstr("proposal tune-1"));
+  EXPECT_THAT(dry.out, HasSubstr("(dry run)"));
+  EXPECT_THAT(dry.out, HasSubstr("all-reduce"));  // the evidence names the scenarios
+  EXPECT_EQ(Weftctl({"tune", "apply", "tune-1"}).exit_status, 1);
+
+  CommandResult proposed = Weftctl(
+      {"tune", "propose", "--scope=rack-1", "--wait", "--max-evaluations=40", "--seed=3"});
+  ASSERT_EQ(proposed.exit_status, 0) << proposed.err;
+  ASSERT_THAT(proposed.out, HasSubstr("proposal tune-2  PROPOSED  scope rack-1")) << proposed.out;
+  CommandResult applied = Weftctl({"tune", "apply", "tune-2"});
+  ASSERT_EQ(applied.exit_status, 0) << applied.err;
+  EXPECT_THAT(applied.out, HasSubstr("ROLLING_OUT"));
+  EXPECT_THAT(applied.out, HasSubstr("weftctl rollout status rollout-3"));
+  std::optional<weft::v1::Rollout> done =
+      WaitForPhase(weft::v1::ROLLOUT_PHASE_COMPLETED, absl::Seconds(60));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->id(), "rollout-3");
+  EXPECT_EQ(done->source(), "tune-2");
+  // The tuned profile is assigned to rack-1 only.
+  bool assigned = false;
+  for (const auto& assignment : done->policy().dcqcn().assignments()) {
+    if (assignment.profile() == "tune-2") {
+      assigned = std::vector<std::string>(assignment.racks().begin(), assignment.racks().end()) ==
+                 std::vector<std::string>{"rack-1"};
+    }
+  }
+  EXPECT_TRUE(assigned) << done->policy().dcqcn().DebugString();
+  EXPECT_TRUE(cluster_.WaitForMetric("weft_controller_tune_rollouts_total{result=\"completed\"}",
+                                     1, absl::Seconds(5)))
+      << Metrics();
+  CommandResult history = Weftctl({"tune", "history"});
+  EXPECT_THAT(history.out, ::testing::ContainsRegex("tune-1 +DRY_RUN|tune-1 +NO_BETTER"));
+  EXPECT_THAT(history.out, ::testing::ContainsRegex("tune-2 +COMPLETED +rack-1"));
 }
 
 TEST_F(RolloutTest, CanaryNackRollsBack) {

@@ -9,14 +9,6 @@
 namespace weft::controller {
 namespace {
 
-// Finishes with `result`'s status, moving its value into `*out` when OK.
-template <typename T>
-grpc::ServerUnaryReactor* FinishWith(grpc::CallbackServerContext* context,
-                                     absl::StatusOr<T> result, T* out) {
-  if (result.ok()) *out = *std::move(result);
-  return weft::FinishWith(context, result.status());
-}
-
 absl::StatusOr<weft::v1::RolloutResponse> Wrap(absl::StatusOr<weft::v1::Rollout> rollout) {
   if (!rollout.ok()) return rollout.status();
   weft::v1::RolloutResponse response;

@@ -174,6 +174,23 @@ absl::StatusOr<Rollout> RolloutManager::Start(const weft::v1::PolicyRequest& req
   return StartLocked(policy, request.source_name(), started_by, clock_->Now());
 }
 
+absl::StatusOr<Rollout> RolloutManager::StartPolicy(const weft::v1::Policy& policy,
+                                                    const std::string& source,
+                                                    const std::string& started_by) {
+  absl::MutexLock lock(&mu_);
+  return StartLocked(policy, source, started_by, clock_->Now());
+}
+
+absl::StatusOr<weft::v1::Policy> RolloutManager::PolicyInForce() const {
+  absl::MutexLock lock(&mu_);
+  const Rollout* completed = NewestCompletedLocked();
+  if (completed == nullptr) {
+    return absl::FailedPreconditionError(
+        "no policy is in force: no rollout has completed yet (weftctl rollout start POLICY)");
+  }
+  return completed->policy();
+}
+
 absl::StatusOr<Rollout> RolloutManager::StartLocked(const weft::v1::Policy& policy,
                                                     const std::string& source,
                                                     const std::string& started_by,

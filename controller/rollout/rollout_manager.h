@@ -66,6 +66,16 @@ class RolloutManager {
   absl::StatusOr<weft::v1::Rollout> Start(const weft::v1::PolicyRequest& request,
                                           const std::string& started_by = "");
 
+  // Starts a rollout of a policy already parsed and validated (the tuner's); `source`
+  // names it in the record ("tune-3"). Same errors as Start.
+  absl::StatusOr<weft::v1::Rollout> StartPolicy(const weft::v1::Policy& policy,
+                                                const std::string& source,
+                                                const std::string& started_by = "");
+
+  // The policy in force: that of the newest completed rollout. FAILED_PRECONDITION when
+  // no rollout has completed yet.
+  absl::StatusOr<weft::v1::Policy> PolicyInForce() const;
+
   // `id` empty means the newest rollout. NOT_FOUND when there is none.
   absl::StatusOr<weft::v1::Rollout> Get(const std::string& id) const;
   // Operator actions on the active rollout (`id` empty or its id), noted in its history

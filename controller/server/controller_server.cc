@@ -24,6 +24,18 @@ std::string WithPort(const std::string& address, int port) {
   return absl::StrCat(address.substr(0, colon), ":", port);
 }
 
+// The tuner's bounds from the config (zeros: a config built in code without defaults).
+TuneManagerOptions TuneOptions(const weft::v1::TuningConfig& config) {
+  TuneManagerOptions options;
+  if (config.max_evaluations() > 0) options.max_evaluations = config.max_evaluations();
+  if (config.max_wall_s() > 0) options.max_wall = absl::Seconds(config.max_wall_s());
+  if (config.seeds() > 0) {
+    options.evaluation.seeds.clear();
+    for (uint32_t seed = 1; seed <= config.seeds(); ++seed) options.evaluation.seeds.push_back(seed);
+  }
+  return options;
+}
+
 // The rollout records' home: the controller's database, or memory without one.
 std::unique_ptr<store::RolloutStore> MakeRolloutStore(store::ControllerStore* store) {
   if (store != nullptr) return std::make_unique<store::SqliteRolloutStore>(store);
@@ -94,6 +106,9 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       rollout_store_(MakeRolloutStore(store_)),
       rollouts_(&inventory_, &desired_state_, rollout_store_.get(), &rollout_metrics_, clock_),
       rollout_service_(&rollouts_),
+      tune_metrics_(*registry_),
+      tuner_(&rollouts_, &tune_metrics_, clock_, TuneOptions(config_.tuning())),
+      tune_service_(&tuner_),
       rendezvous_service_(clock_, *registry_, RendezvousOptions(config_)),
       ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }) {}
 
@@ -105,6 +120,7 @@ std::vector<ControllerServer::ServedService> ControllerServer::Services() {
       {&admin_service_, weft::v1::AdminService::service_full_name()},
       {&placement_service_, weft::v1::PlacementService::service_full_name()},
       {&rollout_service_, weft::v1::RolloutService::service_full_name()},
+      {&tune_service_, weft::v1::TuneService::service_full_name()},
       {&rendezvous_service_, weft::v1::RendezvousService::service_full_name()},
   };
 }
@@ -196,6 +212,7 @@ void ControllerServer::Tick() {
   inventory_.Sweep();
   placement_.RefreshGauges();
   rollouts_.Tick();
+  tuner_.Tick();
 }
 
 void ControllerServer::Stop() {

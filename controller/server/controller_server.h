@@ -55,6 +55,9 @@
 #include "controller/rollout/rollout_manager.h"
 #include "controller/rollout/rollout_metrics.h"
 #include "controller/api/rollout_service.h"
+#include "controller/api/tune_service.h"
+#include "controller/tuning/tune_manager.h"
+#include "controller/tuning/tune_metrics.h"
 #include "store/rollout_store.h"
 #include "controller/api/rendezvous_service.h"
 #include "grpcpp/grpcpp.h"
@@ -160,6 +163,10 @@ class ControllerServer {
   const std::unique_ptr<store::RolloutStore> rollout_store_;
   RolloutManager rollouts_;
   RolloutServiceImpl rollout_service_;
+  // The DCQCN tuner: searches in the twin's models, proposals applied as rollouts.
+  TuneMetrics tune_metrics_;
+  TuneManager tuner_;
+  TuneServiceImpl tune_service_;
   // Where agents relay their jobs' rendezvous (job.proto); its own sweeper thread.
   // With mTLS an agent relays only its own node's ranks.
   RendezvousServiceImpl rendezvous_service_;

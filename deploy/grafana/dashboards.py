@@ -6,7 +6,8 @@ script is their source: edit it, run `python3 deploy/grafana/dashboards.py`, com
 both. dashboards_test checks the files match it. Every panel queries the Prometheus
 data source chosen in the DS_PROMETHEUS variable; metric names are those of
 controller/inventory/controller_metrics.h, controller/placement/placement_metrics.h,
-controller/rollout/rollout_metrics.h, agent/agent_metrics.h.
+controller/rollout/rollout_metrics.h, controller/tuning/tune_metrics.h,
+agent/agent_metrics.h.
 """
 import json
 import os
@@ -243,6 +244,20 @@ def rollouts():
             description="Per hour, by result (completed, rolled_back, aborted).")
     d.panel("state-timeline", "Rollout phase over time",
             [("max by (phase) (weft_controller_rollout_phase)", "{{phase}}")])
+    d.panel("timeseries", "DCQCN tuner: searches by result",
+            [("sum by (result) (increase(weft_controller_tune_proposals_total[1h]))",
+              "{{result}}")],
+            description="Per hour: proposed (better than the profile in force in the twin), "
+                        "no_better, dry_run, failed. weftctl tune history lists them.")
+    d.panel("timeseries", "DCQCN tuner: best score and evaluations",
+            [("weft_controller_tune_last_score", "last score (> 0: better)"),
+             (f"rate(weft_controller_tune_evaluations_total[{RATE}]) * 60",
+              "evaluations per minute")])
+    d.panel("timeseries", "Tuned rollouts by result",
+            [("sum by (result) (weft_controller_tune_rollouts_total)", "{{result}}")],
+            description="Applied proposals: completed on the live fabric, or rolled back by "
+                        "its KPIs (the model's error is recorded for the scope).")
+    d.panel("stat", "Tuner searching", [("weft_controller_tune_searching", "searching")])
     return d
 
 

@@ -15,7 +15,8 @@ import tempfile
 
 HERE = "deploy/grafana"
 METRIC_SOURCES = ["controller/inventory/controller_metrics.cc", "controller/placement/placement_metrics.cc",
-                  "controller/rollout/rollout_metrics.cc", "agent/agent_metrics.cc",
+                  "controller/rollout/rollout_metrics.cc", "controller/tuning/tune_metrics.cc",
+                  "agent/agent_metrics.cc",
                   "security/certificate_monitor.cc"]
 BUILTINS = {"__rate_interval", "__interval", "__range"}
 PANEL_TYPES = {"stat", "timeseries", "heatmap", "state-timeline", "table", "bargauge"}
