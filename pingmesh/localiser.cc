@@ -56,7 +56,10 @@ const char* ProblemName(Problem problem) {
 }
 
 Localiser::Localiser(PathResolver* resolver, LocaliserOptions options)
-    : resolver_(resolver), options_(std::move(options)) {}
+    : resolver_(resolver),
+      options_(std::move(options)),
+      ring_sent_(std::max(options_.horizon_windows, 1)),
+      ring_lost_(std::max(options_.horizon_windows, 1)) {}
 
 absl::Status Localiser::ValidateOptions(const LocaliserOptions& o) {
   auto bad = [](absl::string_view field, double value, absl::string_view range) {
@@ -129,43 +132,60 @@ int Localiser::InternNic(const std::string& node, const std::string& nic) {
   return it->second;
 }
 
+absl::StatusOr<int> Localiser::Register(const ProbeKey& key) {
+  auto it = key_to_stream_.find(key);
+  if (it != key_to_stream_.end()) return it->second;
+  absl::StatusOr<ProbePath> path = resolver_->Resolve(key);
+  if (!path.ok()) return path.status();
+  if (path->forward.empty() || path->back.empty()) {
+    return absl::NotFoundError(absl::StrCat("pingmesh: no path for ", ProbeKeyName(key)));
+  }
+  Stream stream;
+  stream.key = key;
+  for (int link : path->forward) stream.links.push_back(InternLink(link));
+  for (int link : path->back) stream.links.push_back(InternLink(link));
+  Counts counts;
+  counts.src_nic = InternNic(key.src_node, key.src_nic);
+  counts.dst_nic = InternNic(key.dst_node, key.dst_nic);
+  stream.src_host = nics_[counts.src_nic].host;
+  stream.dst_host = nics_[counts.dst_nic].host;
+  const LinkInfo& first = resolver_->Link(path->forward.front());
+  const LinkInfo& last = resolver_->Link(path->forward.back());
+  if (first.to_switch) nics_[counts.src_nic].tor = device_index_.at(first.to);
+  if (last.from_switch) nics_[counts.dst_nic].tor = device_index_.at(last.from);
+  for (auto* ring : {&ring_sent_, &ring_lost_}) {
+    for (std::vector<uint16_t>& slot : *ring) slot.push_back(0);
+  }
+  int id = static_cast<int>(streams_.size());
+  streams_.push_back(std::move(stream));
+  counts_.push_back(counts);
+  key_to_stream_.emplace(key, id);
+  classes_dirty_ = true;
+  return id;
+}
+
 absl::Status Localiser::Add(const ProbeWindow& window) {
   if (window.sent < 0 || window.lost < 0 || window.lost > window.sent) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pingmesh window of ", ProbeKeyName(window.key), ": sent ", window.sent, " lost ",
         window.lost, "; both must be >= 0 and lost <= sent"));
   }
-  auto it = key_to_stream_.find(window.key);
-  int id;
-  if (it == key_to_stream_.end()) {
-    absl::StatusOr<ProbePath> path = resolver_->Resolve(window.key);
-    if (!path.ok()) return path.status();
-    if (path->forward.empty() || path->back.empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("pingmesh: no path for ", ProbeKeyName(window.key)));
-    }
-    Stream stream;
-    stream.key = window.key;
-    for (int link : path->forward) stream.links.push_back(InternLink(link));
-    for (int link : path->back) stream.links.push_back(InternLink(link));
-    stream.src_nic = InternNic(window.key.src_node, window.key.src_nic);
-    stream.dst_nic = InternNic(window.key.dst_node, window.key.dst_nic);
-    stream.src_host = nics_[stream.src_nic].host;
-    stream.dst_host = nics_[stream.dst_nic].host;
-    const LinkInfo& first = resolver_->Link(path->forward.front());
-    const LinkInfo& last = resolver_->Link(path->forward.back());
-    if (first.to_switch) nics_[stream.src_nic].tor = device_index_.at(first.to);
-    if (last.from_switch) nics_[stream.dst_nic].tor = device_index_.at(last.from);
-    stream.ring_sent.assign(options_.horizon_windows, 0);
-    stream.ring_lost.assign(options_.horizon_windows, 0);
-    id = static_cast<int>(streams_.size());
-    streams_.push_back(std::move(stream));
-    key_to_stream_.emplace(window.key, id);
-    classes_dirty_ = true;
-  } else {
-    id = it->second;
+  absl::StatusOr<int> id = Register(window.key);
+  if (!id.ok()) return id.status();
+  return AddTo(*id, window);
+}
+
+absl::Status Localiser::AddTo(int id, const ProbeWindow& window) {
+  if (id < 0 || id >= static_cast<int>(streams_.size()) || !streams_[id].live) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pingmesh: stream handle ", id, " is not a registered stream"));
   }
   Stream& s = streams_[id];
+  if (window.sent < 0 || window.lost < 0 || window.lost > window.sent) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pingmesh window of ", ProbeKeyName(s.key), ": sent ", window.sent, " lost ",
+        window.lost, "; both must be >= 0 and lost <= sent"));
+  }
   s.cur_sent += window.sent;
   s.cur_lost += window.lost;
   if (window.lost < window.sent) {
@@ -183,9 +203,11 @@ absl::Status Localiser::RemoveStream(const ProbeKey& key) {
   }
   Stream& s = streams_[it->second];
   s.live = false;
-  s.ring_sent.clear();
-  s.ring_lost.clear();
-  s.sent_h = s.lost_h = s.last_sent = s.last_lost = s.cur_sent = s.cur_lost = 0;
+  for (auto* ring : {&ring_sent_, &ring_lost_}) {
+    for (std::vector<uint16_t>& slot : *ring) slot[it->second] = 0;
+  }
+  s.sent_h = s.lost_h = s.cur_sent = s.cur_lost = 0;
+  counts_[it->second].last_sent = counts_[it->second].last_lost = 0;
   key_to_stream_.erase(it);
   classes_dirty_ = true;
   return absl::OkStatus();
@@ -244,21 +266,26 @@ void Localiser::RebuildClasses() {
       v->erase(std::unique(v->begin(), v->end()), v->end());
     }
     for (int d : stream.switches) switch_streams_[d].push_back(s);
-    nic_streams_[stream.src_nic].push_back(s);
-    if (stream.dst_nic != stream.src_nic) nic_streams_[stream.dst_nic].push_back(s);
+    nic_streams_[counts_[s].src_nic].push_back(s);
+    if (counts_[s].dst_nic != counts_[s].src_nic) nic_streams_[counts_[s].dst_nic].push_back(s);
   }
 }
 
 void Localiser::AdvanceRings() {
   const int slot = static_cast<int>(window_index_ % options_.horizon_windows);
-  for (Stream& s : streams_) {
+  std::vector<uint16_t>& ring_sent = ring_sent_[slot];
+  std::vector<uint16_t>& ring_lost = ring_lost_[slot];
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    Stream& s = streams_[i];
     if (!s.live) continue;
-    s.sent_h += s.cur_sent - s.ring_sent[slot];
-    s.lost_h += s.cur_lost - s.ring_lost[slot];
-    s.ring_sent[slot] = static_cast<int32_t>(s.cur_sent);
-    s.ring_lost[slot] = static_cast<int32_t>(s.cur_lost);
-    s.last_sent = s.cur_sent;
-    s.last_lost = s.cur_lost;
+    uint16_t sent = static_cast<uint16_t>(std::min<int64_t>(s.cur_sent, 65535));
+    uint16_t lost = static_cast<uint16_t>(std::min<int64_t>(s.cur_lost, sent));
+    s.sent_h += sent - ring_sent[i];
+    s.lost_h += lost - ring_lost[i];
+    ring_sent[i] = sent;
+    ring_lost[i] = lost;
+    counts_[i].last_sent = sent;
+    counts_[i].last_lost = lost;
     s.rtt_p50_us = s.cur_rtt_p50_us;
     s.sender_delay_us = s.cur_sender_delay_us;
     s.responder_delay_us = s.cur_responder_delay_us;
@@ -269,9 +296,19 @@ void Localiser::AdvanceRings() {
 }
 
 void Localiser::BlameHosts(std::vector<Verdict>* blamed) {
-  std::vector<std::vector<double>> delays(hosts_.size()), rtts(hosts_.size());
-  for (const Stream& s : streams_) {
-    if (!s.live || s.last_sent == 0 || s.last_lost >= s.last_sent) continue;
+  // Scratch kept across windows: clearing keeps the capacity, so a window allocates nothing.
+  std::vector<std::vector<double>>& delays = host_delay_scratch_;
+  std::vector<std::vector<double>>& rtts = host_rtt_scratch_;
+  delays.resize(hosts_.size());
+  rtts.resize(hosts_.size());
+  for (std::vector<std::vector<double>>* v : {&delays, &rtts}) {
+    for (std::vector<double>& host : *v) host.clear();
+  }
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    const Stream& s = streams_[i];
+    if (!s.live || counts_[i].last_sent == 0 || counts_[i].last_lost >= counts_[i].last_sent) {
+      continue;
+    }
     if (s.sender_delay_us >= 0) delays[s.src_host].push_back(s.sender_delay_us);
     if (s.responder_delay_us >= 0) delays[s.dst_host].push_back(s.responder_delay_us);
     if (s.rtt_p50_us >= 0) {
@@ -324,7 +361,7 @@ void Localiser::BlameNics(std::vector<bool>* explained, std::vector<Verdict>* bl
   auto count = [&](int i) {
     sent[i] = lost[i] = lossy_streams[i] = streams_with_data[i] = 0;
     for (int s : nic_streams_[i]) {
-      const Stream& stream = streams_[s];
+      const Counts& stream = counts_[s];
       int other = stream.src_nic == i ? stream.dst_nic : stream.src_nic;
       if (stream.last_sent == 0 || (other != i && high[other])) continue;
       sent[i] += stream.last_sent;
@@ -362,7 +399,7 @@ void Localiser::BlameNics(std::vector<bool>* explained, std::vector<Verdict>* bl
   auto peer_share = [&](int j) {
     int64_t peer_sent = 0, peer_lost = 0;
     for (int s : nic_streams_[j]) {
-      const Stream& stream = streams_[s];
+      const Counts& stream = counts_[s];
       if (high[stream.src_nic] || high[stream.dst_nic]) continue;
       peer_sent += stream.last_sent;
       peer_lost += stream.last_lost;
@@ -435,9 +472,9 @@ void Localiser::BlameSwitches(std::vector<bool>* explained, std::vector<Verdict>
       if (!device_is_switch_[d]) continue;
       int with_data = 0, lossy = 0;
       for (int s : switch_streams_[d]) {
-        if ((*explained)[s] || streams_[s].last_sent == 0) continue;
+        if ((*explained)[s] || counts_[s].last_sent == 0) continue;
         ++with_data;
-        if (streams_[s].last_lost > 0) ++lossy;
+        if (counts_[s].last_lost > 0) ++lossy;
       }
       if (with_data < options_.switch_min_streams) continue;
       double share = static_cast<double>(lossy) / with_data;
@@ -576,8 +613,8 @@ void Localiser::BlameLinks(const std::vector<bool>& explained, std::vector<Verdi
     for (int pi : var_paths[v]) {
       const Path& p = paths[pi];
       probes += p.sent;
-      last_sent += streams_[p.stream].last_sent;
-      last_lost += streams_[p.stream].last_lost;
+      last_sent += counts_[p.stream].last_sent;
+      last_lost += counts_[p.stream].last_lost;
       double path_loss = 1 - product_without(p, -1);
       if (path_loss > 0) attributed += p.lost * std::min(1.0, loss / path_loss);
     }
@@ -650,8 +687,8 @@ VerdictChanges Localiser::EndWindow(absl::Time now) {
   BlameSwitches(&explained, &blamed);
   // Losses a NIC or switch explains are not evidence against the links they cross.
   for (size_t s = 0; s < streams_.size(); ++s) {
-    if (!explained[s]) continue;
-    std::fill(streams_[s].ring_lost.begin(), streams_[s].ring_lost.end(), 0);
+    if (!explained[s] || streams_[s].lost_h == 0) continue;
+    for (std::vector<uint16_t>& slot : ring_lost_) slot[s] = 0;
     streams_[s].lost_h = 0;
   }
   BlameLinks(explained, &blamed);

@@ -38,6 +38,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "pingmesh/path_resolver.h"
 #include "pingmesh/probe.h"
@@ -107,6 +108,13 @@ class Localiser {
   // stream adds to it). InvalidArgument for negative counts or more lost than sent;
   // the resolver's error when the stream has no path. State is unchanged on error.
   absl::Status Add(const ProbeWindow& window);
+  // The same in two steps, for a caller that keeps streams by handle (the pinglist's
+  // entries) and so avoids a lookup by key per window: Register resolves a stream's path
+  // once and returns its handle (the same handle for a key already registered); AddTo
+  // adds a window by handle and does not read the window's key. InvalidArgument for a
+  // handle Register did not return or a stream since removed.
+  absl::StatusOr<int> Register(const ProbeKey& key);
+  absl::Status AddTo(int stream, const ProbeWindow& window);
   // Forgets a stream whose pinglist entry is gone; NotFound if it was never added.
   absl::Status RemoveStream(const ProbeKey& key);
 
@@ -118,21 +126,25 @@ class Localiser {
   size_t streams() const { return key_to_stream_.size(); }
 
  private:
+  // What every window reads of a stream, small and together (the NIC and switch
+  // layers reach streams in no particular order).
+  struct Counts {
+    int32_t last_sent = 0, last_lost = 0;  // the latest closed window
+    int32_t src_nic = 0, dst_nic = 0;
+  };
   struct Stream {
     ProbeKey key;
     bool live = true;
     std::vector<int> links;    // local link indices, forward then back
     std::vector<int> classes;  // link classes, deduplicated
     std::vector<int> switches; // switch devices crossed, deduplicated
-    int src_nic = 0, dst_nic = 0, src_host = 0, dst_host = 0;
+    int src_host = 0, dst_host = 0;
     // Window in progress.
     int64_t cur_sent = 0, cur_lost = 0;
     double cur_rtt_p50_us = -1, cur_sender_delay_us = -1, cur_responder_delay_us = -1;
     // Latest closed window.
-    int64_t last_sent = 0, last_lost = 0;
     double rtt_p50_us = -1, sender_delay_us = -1, responder_delay_us = -1;
-    // Horizon: ring of (sent, lost) per window and their sums.
-    std::vector<int32_t> ring_sent, ring_lost;
+    // Sums over the horizon (the windows are in ring_sent_ and ring_lost_).
     int64_t sent_h = 0, lost_h = 0;
   };
   struct Nic {
@@ -166,6 +178,9 @@ class Localiser {
   bool classes_dirty_ = false;
 
   std::vector<Stream> streams_;
+  std::vector<Counts> counts_;  // by stream
+  // The horizon's windows: [slot][stream], saturating at 65,535 probes per window.
+  std::vector<std::vector<uint16_t>> ring_sent_, ring_lost_;
   absl::flat_hash_map<ProbeKey, int> key_to_stream_;
   absl::flat_hash_map<int, int> link_index_;  // resolver id → local index
   std::vector<int> link_resolver_id_;
@@ -183,6 +198,7 @@ class Localiser {
   absl::flat_hash_map<std::string, int> nic_index_;
   std::vector<std::vector<int>> nic_streams_;
   absl::flat_hash_map<std::string, ComponentState> components_;  // by kind + name
+  std::vector<std::vector<double>> host_delay_scratch_, host_rtt_scratch_;  // by host
 };
 
 }  // namespace weft::pingmesh
