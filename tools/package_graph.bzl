@@ -22,6 +22,7 @@ LIBRARIES = {
     "topology": ["common"],
     "rdma": ["common"],
     "sim": ["common"],  # the fabric twin's models: pure logic
+    "pingmesh": ["common"],  # pinglists and fault localisation: pure logic
     "fabric": ["sim", "security", "placement"],  # weft-fabric, the twin's daemon
     "tuning": ["sim", "policy"],  # closed-loop DCQCN tuning: evaluates profiles on the twin
     "datapath": ["rdma"],  # libweft: sub-packages transport/, rendezvous/, collectives/
