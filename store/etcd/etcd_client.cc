@@ -78,7 +78,7 @@ bool Connected(EtcdClient::Member& m, absl::Time deadline) {
 }
 
 // How long a call waits for a member that is not connected before trying the next.
-constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
+constexpr absl::Duration kConnectTimeout = absl::Milliseconds(500);
 
 bool ReadMayMove(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||

@@ -7,7 +7,7 @@
 // Endpoints and failover: one channel per member ("host:port"). A call goes to the
 // member that answered last and moves to the next one when that member cannot serve:
 //   * reads (Range, Status, Leader, KeepAlive) on UNAVAILABLE or DEADLINE_EXCEEDED;
-//   * any call when the member is not connected within 1 s (nothing was sent);
+//   * any call when the member is not connected within 500 ms (nothing was sent);
 //   * writes otherwise only when the member said "no leader" (nothing applied). A
 //     write that timed out or died on a live connection may have been applied, so it
 //     is returned, never replayed.

@@ -162,6 +162,10 @@ void LeaderElection::KeepAliveLoop() {
                               absl::FormatTime(timer_.last_renewal_sent()), "; stepped down ",
                               absl::FormatDuration(timer_.margin()),
                               " before the lease could expire"));
+      const int64_t lease = lease_id_;
+      mu_.Unlock();
+      client_->LeaseRevoke(lease).IgnoreError();  // frees the key if etcd is reachable
+      mu_.Lock();
       break;
     }
     if (now < timer_.NextRenewalAt()) continue;
@@ -170,6 +174,16 @@ void LeaderElection::KeepAliveLoop() {
     absl::StatusOr<int64_t> ttl_s = client_->LeaseKeepAliveOnce(lease);
     mu_.Lock();
     if (KeeperMustExit()) break;
+    if (!timer_.Safe(clock_->Now())) {
+      // The step-down time passed while the renewal was under way: IsLeader() has said
+      // false, so leadership ends here even if etcd renewed the lease after all.
+      // Revoking frees the key for the next candidate at once when etcd is reachable.
+      LoseLocked("the lease renewal came back after the step-down time");
+      mu_.Unlock();
+      client_->LeaseRevoke(lease).IgnoreError();
+      mu_.Lock();
+      break;
+    }
     if (ttl_s.ok()) {
       timer_.Renewed(now, absl::Seconds(*ttl_s));
     } else if (absl::IsNotFound(ttl_s.status())) {

@@ -10,6 +10,8 @@
 //   * The replica steps down before its lease can expire: LeaseTimer (lease_timer.h)
 //     on the injected Clock decides from the last renewal that succeeded; from then on
 //     IsLeader() is false, AwaitLoss returns, and GuardedTxn refuses without sending.
+//     A step-down is final for that lease (revoked, best effort, so the key goes at
+//     once): the replica campaigns again with a new one and gets a new epoch.
 //   * Fencing does not rely on that: GuardedTxn is one etcd transaction guarded by
 //     CREATE_REVISION(key) == epoch, so a deposed leader that still believes it leads
 //     (paused, its clock stalled) cannot commit; it gets FAILED_PRECONDITION.
