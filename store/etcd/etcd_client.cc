@@ -195,8 +195,18 @@ absl::Status EtcdClient::Call(
     failures.push_back(absl::StrCat(m.endpoint, ": ", Describe(last)));
     const bool move = replay == Replay::kRead ? ReadMayMove(last) : NotApplied(last);
     if (!move || (canceller != nullptr && canceller->cancelled())) {
-      return absl::Status(static_cast<absl::StatusCode>(last.error_code()),
-                          absl::StrCat("etcd ", what, " at ", failures.back()));
+      // A write that reached a member and then failed may still commit: raft keeps a
+      // proposal in the leader's log and applies it once quorum is back.
+      const bool unknown = replay == Replay::kWrite &&
+                           (last.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                            last.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                            last.error_code() == grpc::StatusCode::CANCELLED);
+      return absl::Status(
+          static_cast<absl::StatusCode>(last.error_code()),
+          absl::StrCat("etcd ", what, " at ", failures.back(),
+                       unknown ? "; outcome unknown: it may have been applied or may still "
+                                 "be (read back before retrying)"
+                               : ""));
     }
   }
   return absl::Status(

@@ -9,8 +9,9 @@
 //   * reads (Range, Status, Leader, KeepAlive) on UNAVAILABLE or DEADLINE_EXCEEDED;
 //   * any call when the member is not connected within 500 ms (nothing was sent);
 //   * writes otherwise only when the member said "no leader" (nothing applied). A
-//     write that timed out or died on a live connection may have been applied, so it
-//     is returned, never replayed.
+//     write that timed out or died on a live connection may have been applied, or
+//     may still be (raft applies a proposal in the leader's log once quorum returns),
+//     so it is returned, never replayed, and its error says "outcome unknown".
 // Every attempt carries a deadline (`call_timeout`, or the caller's when sooner).
 // Errors keep etcd's code (no leader: UNAVAILABLE; database full: RESOURCE_EXHAUSTED)
 // and name the call and every member tried with what each said, e.g.
