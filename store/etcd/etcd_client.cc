@@ -247,10 +247,12 @@ absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::DeleteRange(
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request) {
-  const int ops = std::max(request.success_size(), request.failure_size());
+  // etcd counts compares, success and failure operations each against --max-txn-ops.
+  const int ops = std::max({request.compare_size(), request.success_size(), request.failure_size()});
   if (ops > kMaxTxnOps) {
-    return absl::InvalidArgumentError(absl::StrCat("etcd Txn: ", ops, " operations in a branch; etcd accepts at most ",
-                                                   kMaxTxnOps, " (--max-txn-ops); split the write"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd Txn: ", ops, " compares or operations in one list; etcd accepts at most ",
+        kMaxTxnOps, " (--max-txn-ops); split the write"));
   }
   if (static_cast<int64_t>(request.ByteSizeLong()) > kMaxRequestBytes) {
     return absl::InvalidArgumentError(absl::StrCat(

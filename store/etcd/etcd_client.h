@@ -77,8 +77,8 @@ class EtcdClient {
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
-  // KV. Txn refuses (INVALID_ARGUMENT, nothing sent) more than kMaxTxnOps operations in a
-  // branch or a request over kMaxRequestBytes, naming the count and the limit.
+  // KV. Txn refuses (INVALID_ARGUMENT, nothing sent) more than kMaxTxnOps compares or
+  // operations in one list, or a request over kMaxRequestBytes, naming count and limit.
   absl::StatusOr<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
   absl::StatusOr<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& request);
   absl::StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(

@@ -103,7 +103,7 @@ TEST_F(EtcdClientTest, TxnOverEtcdsLimitsIsRefusedBeforeSending) {
   }
   auto refused = client_->Txn(big);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("129 operations"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("129 compares or operations"), std::string::npos)
       << refused.status();
   etcdserverpb::RangeRequest any;
   any.set_key("/weft/k0");
