@@ -1,10 +1,11 @@
 // Leader election and fenced writes on a real three-member etcd cluster on loopback
-// (issue 23): a killed leader process is replaced within its TTL plus a margin; losing
-// one etcd member costs at most the one write in flight on it (outcome unknown, said
-// so) and a watch loses no event; losing quorum refuses writes with a clear error, the
-// leader steps down before its lease can expire, and no transaction is ever applied in
-// part (one sent just as quorum went may commit whole later: raft kept it). Real time throughout (etcd's leases and raft
-// run on it), with 2 s TTLs; the figures are recorded as test properties.
+// (issue 23): a killed leader process is replaced within its TTL plus a margin. Losing
+// one etcd member costs at most the writes in flight on it or sent during raft's
+// re-election (outcome unknown, said so); the leader keeps leading and a watch loses no
+// event. Losing quorum refuses writes with a clear error, the leader steps down before
+// its lease can expire, and no transaction is ever applied in part (one sent just as
+// quorum went may commit whole later: raft kept it). Real time throughout (etcd's
+// leases and raft run on it), with 2 s TTLs; the figures are recorded as test properties.
 #include <signal.h>
 
 #include <memory>
@@ -117,7 +118,7 @@ struct WatchedKeys {
   std::vector<std::string> keys ABSL_GUARDED_BY(mu);
 };
 
-TEST_F(EtcdHaTest, LosingOneMemberChangesNothingTheLeaderOrAWatcherSees) {
+TEST_F(EtcdHaTest, LosingOneMemberKeepsTheLeaderAndTheWatchWhole) {
   etcd::LeaderElection a(client_.get(), &clock_, Candidate("ctl-a"));
   auto fence = a.Campaign(absl::Seconds(10));
   ASSERT_TRUE(fence.ok()) << fence.status();
@@ -137,25 +138,32 @@ TEST_F(EtcdHaTest, LosingOneMemberChangesNothingTheLeaderOrAWatcherSees) {
 
   // The member both clients talk to first goes; the rest keep quorum.
   cluster_->Kill(static_cast<int>(watch_client->preferred()));
-  // Guarded writes for two TTLs: the one in flight on the dead member's connection
-  // may fail with an unknown outcome (it may have been applied); every later one
-  // succeeds on another member, and the leader's renewals moved members in time.
-  const absl::Time until = absl::Now() + 2 * kTtl;
+  // Guarded writes for two TTLs. Those in flight on the dead member's connection, or
+  // sent while the others elect a new raft leader (when the dead one led), may fail
+  // with an unknown outcome (they may have been applied); after that window every one
+  // succeeds, and the leader's renewals moved members in time.
+  const absl::Time killed_at = absl::Now();
+  const absl::Duration window = absl::Seconds(2);  // raft election + call + connect timeouts
+  const absl::Time until = killed_at + 2 * kTtl;
   int writes = 1;
   int failed = 0;
   while (absl::Now() < until) {
+    const absl::Time sent = absl::Now();
     auto wrote = a.GuardedTxn({}, {PutOp("/weft/ha/data/" + std::to_string(writes), "x")});
     ++writes;
     if (!wrote.ok()) {
       ++failed;
       EXPECT_NE(wrote.status().message().find("outcome unknown"), std::string::npos)
           << wrote.status();
-      ASSERT_EQ(failed, 1) << wrote.status();
+      ASSERT_LT(sent - killed_at, window) << "write " << writes - 1 << ": " << wrote.status();
     }
     absl::SleepFor(absl::Milliseconds(100));
   }
   RecordProperty("writes", writes);
-  RecordProperty("writes_failed_at_the_kill", failed);
+  RecordProperty("writes_failed_after_the_kill", failed);
+  std::cout << "one member SIGKILLed: " << failed << " of " << writes - 1
+            << " writes failed (outcome unknown), all within " << absl::FormatDuration(window)
+            << std::endl;
   EXPECT_TRUE(a.IsLeader());
   // The watch delivers exactly what etcd holds, each once and in order, across the
   // reconnect.
@@ -195,13 +203,21 @@ TEST_F(EtcdHaTest, LosingQuorumRefusesWritesClearlyAndNeverAppliesPartOfOne) {
   ASSERT_FALSE(first.ok());
   std::cout << "write just after quorum was lost: " << first.status() << std::endl;
   EXPECT_NE(first.status().message().find("etcd Txn"), std::string::npos) << first.status();
-  // It cannot renew either: it steps down before its lease could expire.
-  ASSERT_TRUE(a.AwaitLoss(absl::Now() + kTtl));
-  const absl::Duration step_down = absl::Now() - lost_quorum;
+  // It cannot renew either: it steps down before its lease could expire, counted from
+  // the last renewal etcd accepted (a raft leader that has not yet noticed it lost
+  // quorum may still accept one just after the kill).
+  ASSERT_TRUE(a.AwaitLoss(absl::Now() + 2 * kTtl));
+  const absl::Time lost_at = absl::Now();
+  const etcd::LeaseTimer timer = a.timer();
+  const absl::Duration step_down = lost_at - lost_quorum;
   RecordProperty("step_down_ms", absl::ToInt64Milliseconds(step_down));
+  RecordProperty("step_down_before_expiry_ms",
+                 absl::ToInt64Milliseconds(timer.EarliestExpiry() - lost_at));
   std::cout << "quorum lost, TTL 2 s: leader stepped down after "
-            << absl::FormatDuration(step_down) << std::endl;
-  EXPECT_LT(step_down, kTtl);
+            << absl::FormatDuration(step_down) << ", "
+            << absl::FormatDuration(timer.EarliestExpiry() - lost_at)
+            << " before its lease could expire" << std::endl;
+  EXPECT_LT(lost_at, timer.EarliestExpiry());
   auto local = a.GuardedTxn({}, {PutOp("/weft/ha/local/a", "1")});
   EXPECT_EQ(local.status().code(), absl::StatusCode::kFailedPrecondition) << local.status();
   // The same write with the old fence, sent anyway: etcd itself refuses it now.
@@ -210,7 +226,9 @@ TEST_F(EtcdHaTest, LosingQuorumRefusesWritesClearlyAndNeverAppliesPartOfOne) {
   EXPECT_FALSE(fence_key.ok());
 
   for (int i = 0; i < 3; ++i) {
-    if (i != survivor) ASSERT_TRUE(cluster_->Restart(i).ok());
+    if (i != survivor) {
+      ASSERT_TRUE(cluster_->Restart(i).ok());
+    }
   }
   // Quorum is back. A transaction is all or nothing: never a part of one.
   auto count = [&](const std::string& prefix) {

@@ -178,7 +178,9 @@ absl::Status EtcdClient::Call(
       last = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           absl::StrCat("not connected within ", absl::FormatDuration(kConnectTimeout)));
       failures.push_back(absl::StrCat(m.endpoint, ": ", Describe(last)));
-      if (canceller != nullptr && canceller->cancelled()) break;
+      if (canceller != nullptr && canceller->cancelled()) {
+        return absl::CancelledError(absl::StrCat("etcd ", what, ": cancelled"));
+      }
       continue;
     }
     grpc::ClientContext context;

@@ -62,7 +62,10 @@ absl::StatusOr<etcdserverpb::TxnResponse> GuardedTxn(
 LeaderElection::LeaderElection(EtcdClient* client, const Clock* clock, ElectionOptions options)
     : client_(client), clock_(clock), options_(std::move(options)), timer_(options_.lease_ttl) {}
 
-LeaderElection::~LeaderElection() { Stop(); }
+LeaderElection::~LeaderElection() {
+  Stop();
+  if (keeper_.joinable()) keeper_.join();
+}
 
 absl::Status LeaderElection::Validate(const ElectionOptions& options) {
   if (options.election.empty()) {
@@ -87,7 +90,8 @@ void LeaderElection::Stop() {
     shutdown_ = true;
     if (campaign_canceller_ != nullptr) campaign_canceller_->Cancel();
   }
-  if (keeper_.joinable()) keeper_.join();
+  // The keeper sees shutdown_ and ends; the destructor joins it (keeper_ belongs to
+  // Campaign's thread, which may be running now).
 }
 
 void LeaderElection::LoseLocked(const std::string& why) {

@@ -120,8 +120,8 @@ class LeaderElection {
   // candidate wins at once) and stops renewing. A later Campaign starts afresh.
   absl::Status Resign();
 
-  // Ends a running Campaign (CANCELLED) and the keepalive thread for good; the
-  // destructor calls it. Does not revoke the lease.
+  // Ends a running Campaign (CANCELLED) and the keepalive thread for good; may be
+  // called from any thread, the destructor calls it. Does not revoke the lease.
   void Stop();
 
  private:
