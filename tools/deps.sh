@@ -13,6 +13,7 @@ packages=(
   libgloo-dev libopenmpi-dev openmpi-bin
   clang-14 libclang-rt-14-dev
   systemd prometheus dpkg-dev fakeroot lintian
+  etcd-server etcd-client golang-etcd-server-dev
 )
 
 missing=()
