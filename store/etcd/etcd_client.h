@@ -12,7 +12,7 @@
 //     write that timed out or died on a live connection may have been applied, or
 //     may still be (raft applies a proposal in the leader's log once quorum returns),
 //     so it is returned, never replayed, and its error says "outcome unknown".
-// Every attempt carries a deadline (`call_timeout`, or the caller's when sooner).
+// Every attempt at a member carries a deadline: `call_timeout` (Campaign: the caller's).
 // Errors keep etcd's code (no leader: UNAVAILABLE; database full: RESOURCE_EXHAUSTED)
 // and name the call and every member tried with what each said, e.g.
 //   "etcd Txn failed on every member: 127.0.0.1:2379: UNAVAILABLE: etcdserver: no
