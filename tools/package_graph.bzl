@@ -23,9 +23,10 @@ LIBRARIES = {
     "rdma": ["common"],
     "sim": ["common"],  # the fabric twin's models: pure logic
     "fabric": ["sim", "security", "placement"],  # weft-fabric, the twin's daemon
+    "tuning": ["sim", "policy"],  # closed-loop DCQCN tuning: evaluates profiles on the twin
     "datapath": ["rdma"],  # libweft: sub-packages transport/, rendezvous/, collectives/
     "agent": ["rdma", "security"],
-    "controller": ["placement", "policy", "security", "store", "topology"],
+    "controller": ["placement", "policy", "security", "store", "topology", "tuning"],
     "cli": ["placement", "policy", "security", "topology"],
 }
 
