@@ -88,18 +88,17 @@ absl::StatusOr<MappedCcParams> MapCcParams(const weft::v1::DcqcnParams& cc,
   p.rate_ai_bps = Get(full, "rp_ai_rate") * 1e6;
   out.initial_alpha = Get(full, "rp_initial_alpha_value") / 1024.0;
   p.max_cut_fraction = 1 - Get(full, "rp_min_dec_fac") / 100.0;
+  p.rate_hai_bps = Get(full, "rp_hai_rate") * 1e6;
+  p.target_clamp = Get(full, "rp_clamp_tgt_rate") == 1 ? TargetClamp::kEveryCut
+                   : Get(full, "rp_clamp_tgt_rate_ati") == 1 ? TargetClamp::kAfterTimerIncrease
+                                                             : TargetClamp::kNever;
   if (absl::Status s = ValidateParams(p); !s.ok()) return s;
 
   const weft::v1::DcqcnParams defaults = DefaultDcqcnParams();
-  for (const char* name : {"rp_hai_rate", "rp_min_rate", "rp_max_rate",
-                           "rp_rate_to_set_on_first_cnp", "rp_clamp_tgt_rate_ati"}) {
+  for (const char* name : {"rp_min_rate", "rp_max_rate", "rp_rate_to_set_on_first_cnp"}) {
     if (Get(full, name) != Get(defaults, name)) {
       out.not_modelled.push_back(absl::StrCat(name, " = ", Get(full, name), ": ignored"));
     }
-  }
-  if (Get(full, "rp_clamp_tgt_rate") != 1) {
-    out.not_modelled.push_back(absl::StrCat("rp_clamp_tgt_rate = ", Get(full, "rp_clamp_tgt_rate"),
-                                            ": approximated, the model sets R_T ← R_C on every cut"));
   }
   return out;
 }

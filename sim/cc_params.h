@@ -27,10 +27,11 @@
 //   rp_min_dec_fac → max_cut_fraction = 1 − fac/100: one cut takes R_C·min(α/2, that)
 //     (sim/dcqcn_fluid.h). fac ≤ 50 never binds (α ≤ 1); Barre's 80–98 bounds a cut to
 //     2–20 %, which damps the deep cuts of the firmware's τ′ = 1 µs.
-//   rp_hai_rate: the model has fast recovery and additive increase, no hyper increase;
-//     ignored (listed when it differs from the default, since the default is ignored too).
-//   rp_clamp_tgt_rate / _ati: the model sets R_T ← R_C on every cut (clamp always);
-//     listed when the flags are not (1, *).
+//   rp_hai_rate → rate_hai_bps: hyper increase once both stages passed F, with the stage
+//     factor taken as 1 (a lower bound on the NIC's increase; sim/dcqcn_fluid.h).
+//   rp_clamp_tgt_rate / _ati → target_clamp: 1 → R_T ← R_C on every cut; 0 / 1 (the
+//     firmware's) → only when a timer increase came since the last cut, in the fluid model
+//     a probability; 0 / 0 → never.
 //   rp_min_rate, rp_max_rate, rp_rate_to_set_on_first_cnp: rates stay in [0, C] in the
 //     model; listed when not at their defaults.
 //   np_min_time_between_cnps is per NP port on the NIC (per flow in the model): in an

@@ -26,9 +26,11 @@ TEST(MapCcParams, FirmwareDefaults) {
   EXPECT_DOUBLE_EQ(m.params.kmin_bytes, 400e3);
   EXPECT_DOUBLE_EQ(m.params.kmax_bytes, 1600e3);
   EXPECT_DOUBLE_EQ(m.params.pmax, 0.2);
-  // The default clamp flags (0, 1) differ from the model's clamp-always.
-  ASSERT_EQ(m.not_modelled.size(), 1u);
-  EXPECT_THAT(m.not_modelled[0], HasSubstr("rp_clamp_tgt_rate = 0"));
+  // The default clamp flags (0, 1): R_T ← R_C only after a timer increase.
+  EXPECT_EQ(m.params.target_clamp, TargetClamp::kAfterTimerIncrease);
+  EXPECT_DOUBLE_EQ(m.params.rate_hai_bps, 50e6);
+  EXPECT_DOUBLE_EQ(m.params.max_cut_fraction, 0.5);
+  EXPECT_TRUE(m.not_modelled.empty());
 }
 
 TEST(MapCcParams, UnsetFieldsTakeFirmwareDefaults) {
@@ -49,6 +51,7 @@ TEST(MapCcParams, PaperMatchesTheFluidModelsPaperDefaults) {
   EXPECT_EQ(m.params.fast_recovery_steps, paper.fast_recovery_steps);
   EXPECT_DOUBLE_EQ(m.params.rate_ai_bps, paper.rate_ai_bps);
   EXPECT_GE(m.params.byte_counter_bytes, 1e12);  // rp_byte_reset = 0: off
+  EXPECT_EQ(m.params.target_clamp, TargetClamp::kEveryCut);  // the paper clamps on every cut
   EXPECT_TRUE(m.not_modelled.empty());
 }
 

@@ -83,6 +83,7 @@ absl::Status ValidateParams(const DcqcnParams& params) {
       // 0.125 bytes = one bit: the unit of the bit-counting version of the authors' script.
       {"packet_bytes", p.packet_bytes, 0.125, 65536, false, ""},
       {"max_cut_fraction", p.max_cut_fraction, 0, 1, false, " (1 − rp_min_dec_fac/100)"},
+      {"rate_hai_bps", p.rate_hai_bps, 0, p.capacity_bps, false, " (0 = no hyper increase)"},
   };
   for (const Range& r : ranges) {
     if (absl::Status s = CheckRange(r.name, r.value, r.low, r.high, r.low_open); !s.ok()) {
@@ -162,6 +163,8 @@ ModelUnits ToModelUnits(const DcqcnParams& params) {
   units.fast_recovery_steps = params.fast_recovery_steps;
   units.g = params.g;
   units.max_cut_fraction = params.max_cut_fraction;
+  units.rate_hai_pps = params.rate_hai_bps / packet_bits;
+  units.target_clamp = params.target_clamp;
   return units;
 }
 
@@ -186,11 +189,23 @@ DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& mark
   const double timer_events = TimerEventsPerSecond(r_hat, p, log_keep, units.timer_s);
   const double timer_after_recovery =
       NoneMarked(p, log_keep, units.fast_recovery_steps * units.timer_s * r_hat);
+  // The share of cuts that also set R_T ← R_C (TargetClamp).
+  double clamp = 1;
+  if (units.target_clamp == TargetClamp::kNever) {
+    clamp = 0;
+  } else if (units.target_clamp == TargetClamp::kAfterTimerIncrease && cut > 0) {
+    clamp = -std::expm1(-timer_events * units.tau_s / cut);
+  }
   DcqcnFlowState d;
   d.alpha = units.g / units.tau_prime_s * (alpha_marked - state.alpha);
-  d.rate_target_pps = -(r_t - r_c) / units.tau_s * cut +
+  d.rate_target_pps = -(r_t - r_c) / units.tau_s * cut * clamp +
                       units.rate_ai_pps * marking.byte_after_recovery * byte_events +
                       units.rate_ai_pps * timer_after_recovery * timer_events;
+  if (units.rate_hai_pps > 0) {
+    // Both stages past F: each event adds R_HAI where the paper's model adds R_AI.
+    const double both = std::min(marking.byte_after_recovery, timer_after_recovery);
+    d.rate_target_pps += (units.rate_hai_pps - units.rate_ai_pps) * both * (byte_events + timer_events);
+  }
   // One cut per CNP: α/2 of R_C, at most max_cut_fraction of it (rp_min_dec_fac).
   const double cut_fraction = std::min(state.alpha / 2, units.max_cut_fraction);
   d.rate_current_pps = -r_c * cut_fraction / units.tau_s * cut +

@@ -47,6 +47,20 @@ enum class AboveKmax {
   kExtendRamp,
 };
 
+// When a cut also sets R_T ← R_C (mlx5 rp_clamp_tgt_rate / rp_clamp_tgt_rate_ati).
+enum class TargetClamp {
+  // On every cut: the paper's model (rp_clamp_tgt_rate = 1).
+  kEveryCut,
+  // Only when a timer increase happened since the last cut (rp_clamp_tgt_rate = 0,
+  // _ati = 1, the firmware default). In the fluid model the R_T ← R_C relaxation is
+  // weighted by the probability of a timer event within the mean gap between cuts,
+  // 1 − exp(−(timer events/s)·τ/a), a = P(a CNP in τ): cuts every few µs under a 300 µs
+  // timer leave R_T where it was, so fast recovery returns R_C to it.
+  kAfterTimerIncrease,
+  // Never (both flags 0): R_T only grows.
+  kNever,
+};
+
 // The switch's ECN ramp, the flows' DCQCN parameters and the loop delay. Defaults are
 // the CoNEXT'16 parameters (fabric-facts §1) with 1 KB packets (the 8000-bit packets of
 // the authors' stability script) and τ* = 4 µs. Kilo- and mega- are decimal (5 KB =
@@ -71,6 +85,13 @@ struct DcqcnParams {
   // R_C·min(α/2, max_cut_fraction); the default 0.5 (fac = 50, the firmware's) never binds
   // because α ≤ 1, so it leaves the CoNEXT'16 model exactly as published.
   double max_cut_fraction = 0.5;
+  // Hyper increase (mlx5 rp_hai_rate, fabric-facts §3): once both the byte and the timer
+  // stage passed F, an increase event adds R_HAI to R_T instead of R_AI. The fluid model
+  // takes the stage factor (min stage − F + 1) as 1, a lower bound on the NIC's increase,
+  // and the probability that both stages passed F as min((1 − p)^(F·B), (1 − p)^(F·T·R)).
+  // 0 = no hyper stage, the paper's model.
+  double rate_hai_bps = 0;
+  TargetClamp target_clamp = TargetClamp::kEveryCut;
 };
 
 // The set the CoNEXT'16 results are checked against (sim/dcqcn_fluid_test.cc,
@@ -89,8 +110,9 @@ double MarkingProbability(const DcqcnParams& params, double queue_bytes);
 // p* solves a²α*/((b + d)(c + e)) = τ²·R_AI·R_C* exactly (bisection; the left side
 // rises with p); the paper's cube-root formula, its Taylor expansion at p = 0, is kept
 // beside it: it overestimates p* by 19 % at N = 2 and 30 % at N = 10 (1 KB packets).
-// It assumes the cut is α/2 (max_cut_fraction does not bind at α*, which holds while
-// α*/2 ≤ max_cut_fraction; α* is small at a fixed point).
+// It assumes the paper's model: the cut is α/2 (max_cut_fraction does not bind at α*,
+// which holds while α*/2 ≤ max_cut_fraction; α* is small at a fixed point), no hyper
+// increase and R_T clamped on every cut (rate_hai_bps and target_clamp are not read).
 struct FixedPoint {
   double rate_bps = 0;                    // R_C* = C/N
   double marking_probability = 0;         // p*, exact
@@ -117,6 +139,8 @@ struct ModelUnits {
   double fast_recovery_steps = 0;
   double g = 0;
   double max_cut_fraction = 0.5;
+  double rate_hai_pps = 0;
+  TargetClamp target_clamp = TargetClamp::kEveryCut;
 };
 ModelUnits ToModelUnits(const DcqcnParams& params);
 
@@ -139,7 +163,8 @@ struct DcqcnFlowState {
 
 // dα/dt, dR_T/dt and dR_C/dt of Fig. 1 for one flow whose rate one loop delay ago was
 // delayed_rate_pps (R^), under the delayed marking `marking` (p^); a cut takes
-// R_C·min(α/2, max_cut_fraction) (the paper's α/2 unless rp_min_dec_fac binds). Without the clamps
+// R_C·min(α/2, max_cut_fraction) (the paper's α/2 unless rp_min_dec_fac binds); hyper
+// increase and the target clamp as DcqcnParams says. Without the clamps
 // at R ≥ C: Step applies them; the linearization (sim/dcqcn_stability.h) works at a
 // fixed point below C, where they do not act.
 DcqcnFlowState FlowDerivatives(const ModelUnits& units, const MarkingTerms& marking,

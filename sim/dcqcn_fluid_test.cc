@@ -276,6 +276,44 @@ TEST(DcqcnFluidTest, CutFloorBoundsOneCutAsRpMinDecFacDoes) {
   EXPECT_THAT(std::string(ValidateParams(params).message()), HasSubstr("max_cut_fraction = 1.5"));
 }
 
+TEST(DcqcnFluidTest, HyperIncreaseAddsRHaiPerEventOncePastFastRecovery) {
+  DcqcnParams params;  // the paper's: F = 5, T = 55 µs, B = 10 MB
+  const ModelUnits plain = ToModelUnits(params);
+  params.rate_hai_bps = 400e6;
+  const ModelUnits hyper = ToModelUnits(params);
+  const DcqcnFlowState state{/*alpha=*/0.1, /*rate_target_pps=*/3e6, /*rate_current_pps=*/2e6};
+  // Unmarked: both stages pass F, every event adds R_HAI instead of R_AI (10× here).
+  const MarkingTerms none = MarkingTermsAt(plain, 0);
+  const double d_plain = FlowDerivatives(plain, none, state, 2e6).rate_target_pps;
+  const double d_hyper = FlowDerivatives(hyper, none, state, 2e6).rate_target_pps;
+  EXPECT_NEAR(d_hyper / d_plain, 10, 1e-9);
+  // Marked often enough that fast recovery rarely completes: hyper adds almost nothing.
+  const MarkingTerms marked = MarkingTermsAt(plain, 0.01);
+  const double m_plain = FlowDerivatives(plain, marked, state, 2e6).rate_target_pps;
+  const double m_hyper = FlowDerivatives(hyper, marked, state, 2e6).rate_target_pps;
+  EXPECT_NEAR(m_hyper, m_plain, 1e-6 * std::abs(m_plain));
+}
+
+TEST(DcqcnFluidTest, TargetClampAfterTimerIncreaseRarelyClampsUnderFrequentCuts) {
+  DcqcnParams params;
+  params.tau_us = 4;      // firmware: a cut at most every 4 µs
+  params.timer_us = 300;  // firmware: a timer increase every 300 µs
+  const DcqcnFlowState state{/*alpha=*/0.5, /*rate_target_pps=*/10e6, /*rate_current_pps=*/5e6};
+  const MarkingTerms marked = MarkingTermsAt(ToModelUnits(params), 0.05);
+  auto d_target = [&](TargetClamp clamp) {
+    params.target_clamp = clamp;
+    return FlowDerivatives(ToModelUnits(params), marked, state, 5e6).rate_target_pps;
+  };
+  const double every = d_target(TargetClamp::kEveryCut);
+  const double after_timer = d_target(TargetClamp::kAfterTimerIncrease);
+  const double never = d_target(TargetClamp::kNever);
+  EXPECT_LT(every, 0);  // R_T pulled down to R_C at the cut rate
+  EXPECT_GE(never, 0);  // only increase terms
+  // A timer event falls in a ~4 µs gap between cuts with probability ≈ 4/300.
+  EXPECT_LT(std::abs(after_timer - never), 0.03 * std::abs(every - never));
+  EXPECT_LT(after_timer, never);
+}
+
 TEST(DcqcnFluidTest, RefusesBadParametersNamingThem) {
   auto refused = [](DcqcnParams params) {
     return DcqcnFluidModel::Create(params, UniformFlows(2, 1e9)).status();
