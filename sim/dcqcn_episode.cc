@@ -31,6 +31,10 @@ absl::Status Validate(const EpisodeConfig& c) {
     if (!(f.max_rate_bps >= 0 && f.max_rate_bps <= c.dcqcn.capacity_bps)) {
       return OutOfRange(prefix + "max_rate_bps", f.max_rate_bps, "[0, capacity_bps]");
     }
+    if (f.victim && f.max_rate_bps <= 0) {
+      return OutOfRange(prefix + "max_rate_bps", f.max_rate_bps,
+                        "(0, capacity_bps] for a victim flow (it sends at its cap)");
+    }
     if (!(f.initial_alpha >= 0 && f.initial_alpha <= 1)) {
       return OutOfRange(prefix + "initial_alpha", f.initial_alpha, "[0, 1]");
     }
@@ -128,6 +132,18 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
       if (!sending[i]) continue;
       any_waiting = true;
       if (paused) continue;
+      if (config.flows[i].victim) {  // straight to its receiver on another path
+        const double bytes = std::min(cap_pps[i] * packet_bytes * dt_s, to_send[i]);
+        to_send[i] -= bytes;
+        delivered[i] += bytes;
+        if (to_send[i] <= 0) {
+          sending[i] = false;
+          done[i] = true;
+          fct[i] = t_us + dt_us - config.flows[i].start_us;
+          --remaining;
+        }
+        continue;
+      }
       const double bytes = std::min(rp[i].rate_current_pps * packet_bytes * dt_s, to_send[i]);
       to_send[i] -= bytes;
       queued[i] += bytes;
@@ -135,7 +151,7 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
       if (to_send[i] <= 0) sending[i] = false;
     }
     for (int i = 0; i < n; ++i) {
-      if (!sending[i]) continue;
+      if (!sending[i] || config.flows[i].victim) continue;
       const int64_t read = k - delay_steps[i] - 1;
       const double p = read >= 0 ? p_history[read % len] : 0;
       const double rate = read >= 0 ? rate_history[(read % len) * n + i] : cap_pps[i];
@@ -156,7 +172,7 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
       delivered[i] += served;
       total_delivered += served;
       queue_after += queued[i];
-      if (!done[i] && started[i] && !sending[i] && queued[i] <= 1e-9 * config.flows[i].bytes) {
+      if (!done[i] && started[i] && !sending[i] && !config.flows[i].victim && queued[i] <= 1e-9 * config.flows[i].bytes) {
         done[i] = true;
         fct[i] = t_us + dt_us - config.flows[i].start_us;
         --remaining;

@@ -12,7 +12,7 @@
 // PFC is one level on the port's queue, the fluid reading of fabric-facts §5 for one
 // ingress-congested port: pause every sender when the queue reaches xoff_bytes, resume at
 // xon_bytes; senders see either pfc_delay_us later. A paused flow sends nothing and so sees
-// no marks (its delayed rate is 0), as on a NIC. The queue is FIFO: it serves its flows in
+// no marks (its delayed rate is 0), as on a NIC; victim flows stop with it. The queue is FIFO: it serves its flows in
 // proportion to their bytes in it.
 //
 // Not represented (beyond sim/cc_params.h's list): per-packet marking randomness, CNPs
@@ -44,6 +44,12 @@ struct EpisodeFlow {
   // receivers at once (an all-to-all); 0 = the port's capacity.
   double max_rate_bps = 0;
   double initial_alpha = 1;
+  // A PFC victim: a flow of a sender the port pauses that goes elsewhere (its NIC's other
+  // channel, on an uncongested path). It does not cross the port, is never marked and
+  // sends at max_rate_bps, except while its sender is paused: PFC pauses the priority on
+  // the whole link (fabric-facts §5; the sc20 PFC-victim artifact, §2). Requires
+  // max_rate_bps > 0.
+  bool victim = false;
 };
 
 // Another traffic class on the same port (ETS, work-conserving): while on, it takes
@@ -71,7 +77,7 @@ struct EpisodeResult {
   int unfinished = 0;
   double makespan_us = 0;  // first start to last completion
   // Delivered bytes over what the port could carry for this class (its capacity minus the
-  // other class's share) from the first start to the last completion.
+  // other class's share) from the first start to the last completion; victims not counted.
   double utilization = 0;
   double mean_queue_bytes = 0;  // over the makespan
   double p99_queue_bytes = 0;   // of 1 µs samples

@@ -76,6 +76,23 @@ TEST(DcqcnEpisodeTest, PfcBoundsTheQueueAndCountsPauses) {
   EXPECT_GT(lossy.max_queue_bytes, r.max_queue_bytes);
 }
 
+TEST(DcqcnEpisodeTest, PfcStallsAVictimThatNeverCrossesThePort) {
+  EpisodeConfig config = Incast(FirmwareDefaultCcParams(), 8, 4e6);
+  config.flows.push_back({.bytes = 8e6, .feedback_delay_us = 4, .max_rate_bps = kLinkBps / 2,
+                          .victim = true});
+  const double alone_us = 8e6 * 8 / (kLinkBps / 2) * 1e6;  // 160 µs at 200 Gb/s
+  const EpisodeResult lossy = RunEpisode(config).value();
+  EXPECT_NEAR(lossy.fct_us[8], alone_us, 0.5);  // no PFC: the victim never waits
+  config.pfc_xoff_bytes = 1e6;
+  config.pfc_xon_bytes = 0.9e6;
+  const EpisodeResult paused = RunEpisode(config).value();
+  ASSERT_GT(paused.pause_share, 0.1);
+  EXPECT_GT(paused.fct_us[8], 1.1 * alone_us);
+  config.flows[8].max_rate_bps = 0;
+  EXPECT_THAT(std::string(RunEpisode(config).status().message()),
+              HasSubstr("flows[8].max_rate_bps = 0"));
+}
+
 TEST(DcqcnEpisodeTest, OtherClassTakesItsShare) {
   // A flow capped at half the link (its sender's share) never congests the port alone;
   // with another class taking the other half it still does not, and it fills its half.

@@ -29,6 +29,10 @@ double Score(const std::vector<ScenarioEvaluation>& candidate,
              const std::vector<ScenarioEvaluation>& baseline, const ObjectiveWeights& w) {
   if (candidate.empty() || candidate.size() != baseline.size()) return 0;
   double total = 0;
+  // The primary metrics' terms: losses weigh regression_penalty times.
+  auto primary = [&](double weight, double gain) {
+    return weight * (gain < 0 ? w.regression_penalty * gain : gain);
+  };
   for (size_t s = 0; s < candidate.size(); ++s) {
     const ScenarioMetrics& c = candidate[s].mean;
     const ScenarioMetrics& b = baseline[s].mean;
@@ -36,20 +40,20 @@ double Score(const std::vector<ScenarioEvaluation>& candidate,
                    w.queue * LogGain(b.mean_queue_bytes + 1e3, c.mean_queue_bytes + 1e3);
     switch (candidate[s].kind) {
       case ScenarioKind::kIncast:
-        score += w.p99_fct * LogGain(b.p99_fct_us, c.p99_fct_us);
+        score += primary(w.p99_fct, LogGain(b.p99_fct_us, c.p99_fct_us));
         if (b.jain_fairness > 0) {
           score += w.fairness * (c.jain_fairness - b.jain_fairness) / b.jain_fairness;
         }
         break;
       case ScenarioKind::kAllReduce:
-        score += w.busbw * LogGain(c.busbw_gbytes_per_s, b.busbw_gbytes_per_s);
+        score += primary(w.busbw, LogGain(c.busbw_gbytes_per_s, b.busbw_gbytes_per_s));
         break;
       case ScenarioKind::kAllToAll:
-        score += w.completion * LogGain(b.completion_us, c.completion_us);
+        score += primary(w.completion, LogGain(b.completion_us, c.completion_us));
         break;
       case ScenarioKind::kMixed:
-        score += w.p99_fct * LogGain(b.p99_fct_us, c.p99_fct_us) +
-                 w.busbw * LogGain(c.busbw_gbytes_per_s, b.busbw_gbytes_per_s);
+        score += primary(w.p99_fct, LogGain(b.p99_fct_us, c.p99_fct_us)) +
+                 primary(w.busbw, LogGain(c.busbw_gbytes_per_s, b.busbw_gbytes_per_s));
         break;
     }
     total += score;

@@ -7,8 +7,9 @@
 // and every scenario its PFC pause share and mean queue. A ratio metric adds
 // weight·log(candidate/baseline) (inverted where lower is better), so +10 % counts the
 // same on every scenario; the pause share adds weight·(baseline − candidate) in points of
-// time, fairness weight·(candidate − baseline)/baseline. Scenario means over the seeds are
-// compared, and the score is the mean over scenarios.
+// time, fairness weight·(candidate − baseline)/baseline; a loss in bus bandwidth,
+// completion or p99 FCT counts regression_penalty times. Scenario means over the seeds
+// are compared, and the score is the mean over scenarios.
 //
 // Evaluator runs the scenarios and counts evaluations. Not thread-safe (one search owns
 // one); the functions are pure and thread-safe.
@@ -35,6 +36,10 @@ struct ObjectiveWeights {
   double pause_share = 0.5;
   double queue = 0.1;
   double fairness = 0.5;
+  // A loss in bus bandwidth, completion or p99 FCT counts this many times its size: the
+  // rollout's KPI judge rolls a throughput regression back whatever else improved, so
+  // the tuner should not trade one for pauses or queue.
+  double regression_penalty = 3.0;
 };
 
 struct ScenarioEvaluation {

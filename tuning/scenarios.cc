@@ -23,17 +23,19 @@ uint64_t NameHash(const std::string& name) {
 struct Built {
   sim::EpisodeConfig config;
   std::vector<bool> ring_edge;  // per flow: counts toward bus bandwidth
+  int channels_per_nic = 1;     // a NIC's ring edges: bus bandwidth counts them all
 };
 
 void AddFlow(const TuningFabric& fabric, const sim::MappedCcParams& mapped, Rng& rng,
              double bytes, double start_jitter_us, double max_rate_bps, bool ring_edge,
-             Built* built) {
+             Built* built, bool victim = false) {
   sim::EpisodeFlow flow;
   flow.bytes = bytes;
   flow.start_us = rng.Uniform(0, start_jitter_us);
   flow.feedback_delay_us = rng.Uniform(fabric.min_feedback_delay_us, fabric.max_feedback_delay_us);
   flow.max_rate_bps = max_rate_bps;
   flow.initial_alpha = mapped.initial_alpha;
+  flow.victim = victim;
   built->config.flows.push_back(flow);
   built->ring_edge.push_back(ring_edge);
 }
@@ -56,9 +58,18 @@ Built Build(const Scenario& scenario, const TuningFabric& fabric,
       for (int i = 0; i < scenario.incast_senders; ++i) AddFlow(fabric, mapped, rng, 4e6, 2, 0, false, &b);
       break;
     case ScenarioKind::kAllReduce: {
-      const int colliding = rng.Uniform() < 1.0 / 3 ? 3 : 2;
-      const double edge_bytes = 2.0 * (kRingRanks - 1) / kRingRanks * kBucketBytes;
-      for (int i = 0; i < colliding; ++i) AddFlow(fabric, mapped, rng, edge_bytes, 5, 0, true, &b);
+      // Two channels (QPs) per NIC, each at most half the line; ECMP puts 3 (or, one seed
+      // in three, 4) channels of different NICs on the hottest uplink, and each of those
+      // NICs' other channel takes an uncongested path: a PFC victim.
+      const int colliding = rng.Uniform() < 1.0 / 3 ? 4 : 3;
+      b.channels_per_nic = 2;
+      const double channel_bytes = 2.0 * (kRingRanks - 1) / kRingRanks * kBucketBytes / 2;
+      for (int i = 0; i < colliding; ++i) {
+        AddFlow(fabric, mapped, rng, channel_bytes, 5, link / 2, true, &b);
+      }
+      for (int i = 0; i < colliding; ++i) {
+        AddFlow(fabric, mapped, rng, channel_bytes, 5, link / 2, true, &b, /*victim=*/true);
+      }
       break;
     }
     case ScenarioKind::kAllToAll: {
@@ -113,7 +124,9 @@ absl::StatusOr<ScenarioMetrics> RunScenario(const Scenario& scenario, const Tuni
     ring_bytes = built.config.flows[i].bytes;
     ring_slowest_us = std::max(ring_slowest_us, r.fct_us[i]);
   }
-  if (ring_slowest_us > 0) m.busbw_gbytes_per_s = ring_bytes / (ring_slowest_us * 1e-6) / 1e9;
+  if (ring_slowest_us > 0) {
+    m.busbw_gbytes_per_s = built.channels_per_nic * ring_bytes / (ring_slowest_us * 1e-6) / 1e9;
+  }
   return m;
 }
 

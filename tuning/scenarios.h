@@ -8,11 +8,14 @@
 // The scenarios (StandardScenarios, on 400 Gb/s NICs and ToR ports):
 //   incast 4→1, incast 8→1   N senders of 4 MB each into one port, starting within 2 µs.
 //   all-reduce               a 1,024-GPU-class data-parallel ring all-reduce (128 nodes ×
-//       8 NICs, one ring per NIC rail, ranks across racks): per 25 MB gradient bucket each
-//       ring edge moves 2·(1023/1024)·25 MB ≈ 50 MB; ECMP puts 2 (or, one seed in three, 3)
-//       ring edges on the hottest ToR uplink; they start together (every bucket's
-//       all-reduce starts from an idle, recovered NIC). The ring moves at its slowest edge:
-//       bus bandwidth = bytes per edge / the last edge's completion, per NIC.
+//       8 NICs, one ring per NIC rail, ranks across racks, two channels (QPs) per NIC at
+//       most half the line each): per 25 MB gradient bucket each NIC moves
+//       2·(1023/1024)·25 MB ≈ 50 MB, 25 MB per channel; ECMP puts 3 (or, one seed in three,
+//       4) channels of different NICs on the hottest ToR uplink, and each of those NICs'
+//       other channel, on an uncongested path, is a PFC victim (paused with its NIC). They
+//       start together (every bucket's all-reduce starts from an idle, recovered NIC). The
+//       ring moves at its slowest channel: bus bandwidth = 2 × 25 MB / the last channel's
+//       completion, per NIC.
 //   MoE all-to-all           a DeepSeek-style expert-parallel dispatch in a 16-node group:
 //       the receiver NIC of a hot expert takes h ∈ [2, 4) times its share (drawn per seed)
 //       from 15 senders, each of which splits its line rate over its 15 destinations with

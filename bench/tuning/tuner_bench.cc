@@ -111,12 +111,13 @@ int Main() {
 
   std::printf("Search: %d evaluations per run at most, %zu scenarios × %zu seeds per evaluation "
               "(%zu episodes), weights busbw %.1f, completion %.1f, p99 FCT %.1f, pause %.1f, "
-              "queue %.1f, fairness %.1f.\n\n",
+              "queue %.1f, fairness %.1f, losses in the primary metrics ×%.1f.\n\n",
               absl::GetFlag(FLAGS_max_evaluations), search_eval.scenarios.size(),
               search_eval.seeds.size(), search_eval.scenarios.size() * search_eval.seeds.size(),
               search_eval.weights.busbw, search_eval.weights.completion,
               search_eval.weights.p99_fct, search_eval.weights.pause_share,
-              search_eval.weights.queue, search_eval.weights.fairness);
+              search_eval.weights.queue, search_eval.weights.fairness,
+              search_eval.weights.regression_penalty);
   std::printf("| strategy | search seed | best score | evaluations | wall (s) | evaluations to 90 %% "
               "of the best score of any run | to 90 %% of its own best |\n|---|---|---|---|---|---|---|\n");
   for (const Run& r : runs) {
@@ -172,6 +173,24 @@ int Main() {
   }
   std::printf("\nScore against the firmware defaults (the objective, held-out seeds): ");
   for (const Column& c : columns) std::printf("%s %.4f; ", c.name.c_str(), c.eval.score);
+
+  // Which of the tuner's changes carry its score: each put back to the firmware's value.
+  std::printf("\n\nAblation (held-out seeds): the tuner's choice with one parameter back at the "
+              "firmware default, its score and mean PFC pause share over the scenarios:\n\n"
+              "| parameter put back | value (tuner → firmware) | score | mean pause share |\n|---|---|---|---|\n");
+  const weft::v1::DcqcnParams firmware = sim::FirmwareDefaultCcParams();
+  for (const Knob& k : SearchKnobs()) {
+    uint32_t mine = 0, theirs = 0;
+    GetDcqcnParam(tuned, k.name, &mine);
+    GetDcqcnParam(firmware, k.name, &theirs);
+    if (mine == theirs) continue;
+    weft::v1::DcqcnParams back = tuned;
+    SetDcqcnParam(k.name, theirs, &back);
+    const ProfileEvaluation e = report.Evaluate(back).value();
+    double pause = 0;
+    for (const ScenarioEvaluation& s : e.scenarios) pause += s.mean.pause_share / e.scenarios.size();
+    std::printf("| %s | %u → %u | %.4f | %.4f |\n", k.name, mine, theirs, e.score, pause);
+  }
 
   // Targets.
   const ProfileEvaluation& barre = columns[2].eval;
