@@ -113,10 +113,19 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
   int remaining = n;
   EpisodeResult result;
   std::vector<double> sent_pps(n, 0);
+  double last_start_us = 0;
+  for (const EpisodeFlow& f : config.flows) last_start_us = std::max(last_start_us, f.start_us);
+  // Delivered bytes when the last flow starts and when the first one completes.
+  std::vector<double> delivered_at_last_start, delivered_at_first_done;
+  double window_start_us = 0, window_end_us = 0;
 
   int64_t k = 0;
   for (; k < max_steps && remaining > 0; ++k) {
     const double t_us = k * dt_us;
+    if (delivered_at_last_start.empty() && t_us + 1e-9 >= last_start_us) {
+      delivered_at_last_start = delivered;
+      window_start_us = t_us;
+    }
     const int64_t read_pause = k - pause_delay - 1;
     const bool paused = read_pause >= 0 && pause_history[read_pause % pause_len];
     bool any_waiting = false;
@@ -178,6 +187,10 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
         --remaining;
       }
     }
+    if (delivered_at_first_done.empty() && remaining < n) {
+      delivered_at_first_done = delivered;
+      window_end_us = t_us + dt_us;
+    }
     if (config.pfc_xoff_bytes > 0) {
       pause_state = pause_state ? queue_after > config.pfc_xon_bytes
                                 : queue_after >= config.pfc_xoff_bytes;
@@ -220,6 +233,15 @@ absl::StatusOr<EpisodeResult> RunEpisode(const EpisodeConfig& config) {
                                   static_cast<size_t>(0.99 * queue_samples.size()));
     std::nth_element(queue_samples.begin(), queue_samples.begin() + index, queue_samples.end());
     result.p99_queue_bytes = queue_samples[index];
+  }
+  if (!delivered_at_last_start.empty() && !delivered_at_first_done.empty() &&
+      window_end_us > window_start_us + dt_us) {
+    rate_sum = rate_sq = 0;
+    for (int i = 0; i < n; ++i) {
+      const double rate = delivered_at_first_done[i] - delivered_at_last_start[i];
+      rate_sum += rate;
+      rate_sq += rate * rate;
+    }
   }
   result.jain_fairness = rate_sq > 0 ? rate_sum * rate_sum / (n * rate_sq) : 0;
   return result;

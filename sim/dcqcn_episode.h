@@ -84,7 +84,10 @@ struct EpisodeResult {
   double max_queue_bytes = 0;
   // Share of the makespan the senders were paused by PFC.
   double pause_share = 0;
-  // Jain's index of the flows' mean rates, bytes / FCT: 1 when every flow is as fast.
+  // Jain's index of the flows' delivered rates while all of them were sending (from the
+  // last start to the first completion; the whole episode's bytes / FCT when that window
+  // is empty): 1 when they share equally. Over the whole episode a FIFO that drains every
+  // flow together hides who got the link while they competed.
   double jain_fairness = 0;
 };
 

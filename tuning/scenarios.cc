@@ -55,7 +55,7 @@ Built Build(const Scenario& scenario, const TuningFabric& fabric,
   Rng rng(seed * 0x9e3779b97f4a7c15ULL ^ NameHash(scenario.name));
   switch (scenario.kind) {
     case ScenarioKind::kIncast:
-      for (int i = 0; i < scenario.incast_senders; ++i) AddFlow(fabric, mapped, rng, 4e6, 2, 0, false, &b);
+      for (int i = 0; i < scenario.incast_senders; ++i) AddFlow(fabric, mapped, rng, 4e6, 50, 0, false, &b);
       break;
     case ScenarioKind::kAllReduce: {
       // Two channels (QPs) per NIC, each at most half the line; ECMP puts 3 (or, one seed

@@ -6,7 +6,8 @@
 // expert skew; a fluid model's identical flows would otherwise stay identical.
 //
 // The scenarios (StandardScenarios, on 400 Gb/s NICs and ToR ports):
-//   incast 4→1, incast 8→1   N senders of 4 MB each into one port, starting within 2 µs.
+//   incast 4→1, incast 8→1   N senders of 4 MB each into one port, starting within 50 µs
+//       (the later ones join a port the first have congested).
 //   all-reduce               a 1,024-GPU-class data-parallel ring all-reduce (128 nodes ×
 //       8 NICs, one ring per NIC rail, ranks across racks, two channels (QPs) per NIC at
 //       most half the line each): per 25 MB gradient bucket each NIC moves
