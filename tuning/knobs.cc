@@ -43,6 +43,8 @@ const std::vector<Knob>& SearchKnobs() {
       {"rp_dce_tcp_g", 960, 1023, false},
       {"rp_dce_tcp_rtt", 1, 128, true},
       {"rp_initial_alpha_value", 64, 1023, false},
+      {"rp_clamp_tgt_rate", 0, 1, false},
+      {"rp_clamp_tgt_rate_ati", 0, 1, false},
   };
   return *knobs;
 }

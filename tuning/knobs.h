@@ -4,8 +4,9 @@
 //
 // Searched: the parameters the evaluation model (sim/dcqcn_episode.h over sim/cc_params.h)
 // responds to. Not searched, left at the firmware defaults because the model does not
-// represent them and a value chosen for them would be a guess: rp_hai_rate, rp_gd, the
-// clamp flags, rp_min_rate, rp_max_rate, rp_rate_to_set_on_first_cnp; np_cnp_* and the
+// represent them, or only as a bound, and a value chosen for them would be a guess:
+// rp_hai_rate (its stage factor is taken as 1), rp_gd, rp_min_rate, rp_max_rate,
+// rp_rate_to_set_on_first_cnp; np_cnp_* and the
 // enabled priorities are QoS, not tuning (the safety rules keep them).
 // rp_min_dec_fac is searched up to 99: 100 means "never cut", congestion control off.
 //

@@ -55,9 +55,10 @@ TEST(TuneTest, BeatsTheFirmwareDefaultsOnAnIncastByAvoidingPfc) {
   // the byte counter's part alone).
   EXPECT_LT(pause.candidate_mean, pause.baseline_mean - 0.1);
   const MetricEvidence& fct = Find(p.evidence[0], "p99 FCT (µs)");
-  EXPECT_LT(fct.candidate_mean, 1.02 * fct.baseline_mean);
+  // What the pauses are traded for stays small (a loss counts 3× in the objective).
+  EXPECT_LT(fct.candidate_mean, 1.05 * fct.baseline_mean);
   const MetricEvidence& jain = Find(p.evidence[0], "Jain fairness");
-  EXPECT_GE(jain.candidate_mean, jain.baseline_mean - 1e-3);
+  EXPECT_GE(jain.candidate_mean, jain.baseline_mean - 0.005);
   EXPECT_EQ(p.evaluations, 40);
   EXPECT_TRUE(CheckProfileSafety(RecipePolicy(), p.profile).empty());
 }
