@@ -87,17 +87,16 @@ absl::StatusOr<Proposal> Tune(const TuneRequest& request, Strategy strategy) {
   };
   ASSIGN_OR_RETURN(Evaluator evaluator, Evaluator::Create(request.evaluation, compiled(baseline)));
 
-  std::vector<ProfileEvaluation> best(1);
-  best[0] = evaluator.baseline();
+  ProfileEvaluation best = evaluator.baseline();  // the best candidate so far
   const SearchObjective objective =
       [&](const std::vector<double>& point) -> absl::StatusOr<double> {
     const weft::v1::DcqcnParams candidate = Overlay(baseline, DecodeProfile(point));
     if (!CheckProfileSafety(request.policy, candidate).empty()) return kUnusable;
     ASSIGN_OR_RETURN(ProfileEvaluation e, evaluator.Evaluate(compiled(candidate)));
     const double score = e.score;
-    if (score > best[0].score) {
-      best[0] = std::move(e);
-      best[0].profile = candidate;  // as the policy will hold it, not compiled
+    if (score > best.score) {
+      best = std::move(e);
+      best.profile = candidate;  // as the policy will hold it, not compiled
     }
     return score;
   };
@@ -111,10 +110,10 @@ absl::StatusOr<Proposal> Tune(const TuneRequest& request, Strategy strategy) {
   proposal.name = request.proposal_name;
   proposal.scope = request.scope;
   proposal.baseline = baseline;
-  const bool improved = best[0].score > 0;
-  proposal.profile = improved ? best[0].profile : baseline;
-  proposal.score = improved ? best[0].score : 0;
-  proposal.evidence = Evidence(improved ? best[0] : evaluator.baseline(), evaluator.baseline());
+  const bool improved = best.score > 0;
+  proposal.profile = improved ? best.profile : baseline;
+  proposal.score = improved ? best.score : 0;
+  proposal.evidence = Evidence(improved ? best : evaluator.baseline(), evaluator.baseline());
   if (absl::StatusOr<sim::MappedCcParams> m =
           sim::MapCcParams(compiled(proposal.profile), request.evaluation.fabric.side);
       m.ok()) {

@@ -86,8 +86,10 @@ struct Proposal {
 
 // Runs the search. InvalidArgument when the policy is invalid, the baseline profile is
 // unknown or unsafe (tuning/safety.h), or the search options are; the evaluator's and the
-// objective's errors otherwise. The proposal is never unsafe: when the best point found is
-// not, it is the baseline itself with score 0.
+// objective's errors otherwise. The proposal is never unsafe: an unsafe candidate scores as
+// unusable and cannot be the best; should the final check fail anyway, Tune returns
+// Internal instead of the profile. When nothing beat the baseline, the proposal is the
+// baseline with score 0.
 absl::StatusOr<Proposal> Tune(const TuneRequest& request, Strategy strategy);
 
 // The evidence of `candidate` against `baseline` (same evaluator).
