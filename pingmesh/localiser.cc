@@ -77,6 +77,9 @@ absl::Status Localiser::ValidateOptions(const LocaliserOptions& o) {
   if (!(o.nic_loss_share > 0 && o.nic_loss_share <= 1)) {
     return bad("nic_loss_share", o.nic_loss_share, "accepted: (0, 1]");
   }
+  if (!(o.nic_lossy_stream_share >= 0 && o.nic_lossy_stream_share <= 1)) {
+    return bad("nic_lossy_stream_share", o.nic_lossy_stream_share, "accepted: [0, 1]");
+  }
   if (!(o.switch_lossy_share > 0 && o.switch_lossy_share <= 1)) {
     return bad("switch_lossy_share", o.switch_lossy_share, "accepted: (0, 1]");
   }
@@ -383,7 +386,8 @@ void Localiser::BlameNics(std::vector<bool>* explained, std::vector<Verdict>* bl
     for (int i : losing) {
       if (high[i]) continue;
       count(i);
-      if (sent[i] >= options_.nic_min_probes && share(i) >= options_.nic_loss_share &&
+      bool spread = lossy_streams[i] >= options_.nic_lossy_stream_share * streams_with_data[i];
+      if (sent[i] >= options_.nic_min_probes && share(i) >= options_.nic_loss_share && spread &&
           (worst < 0 || share(i) > share(worst))) {
         worst = i;
       }

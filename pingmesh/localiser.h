@@ -3,7 +3,8 @@
 // each layer explaining losses before the next looks at them:
 //   1. host: its software delay (sender or responder) is high while the network round
 //      trip of its streams is normal: a slow host, not a slow network;
-//   2. NIC: a large share of its probes is lost in the latest window while the NICs under
+//   2. NIC: a large share of its probes is lost in the latest window, on most of its
+//      streams (a lossy path loses a few streams hard), while the NICs under
 //      the same ToR are fine (a NIC and its cable are one component to round-trip probes;
 //      a node whose NICs are all blamed is blamed as unreachable instead);
 //   3. switch: most streams through it lost probes in the latest window;
@@ -56,9 +57,11 @@ struct LocaliserOptions {
   double host_delay_floor_us = 200;
   double host_delay_factor = 5;
   double rtt_normal_factor = 2;
-  // NIC: loss share of its probes in the window, the ToR peers' median share under half of
-  // it, and at least this many probes in the window.
+  // NIC: loss share of its probes in the window, the share of its streams that lost any
+  // (a NIC fails towards every peer; a lossy path hits a few of its streams hard), the
+  // ToR peers' median share under half of nic_loss_share, and at least this many probes.
   double nic_loss_share = 0.1;
+  double nic_lossy_stream_share = 0.5;
   int nic_min_probes = 8;
   // Switch: share of its streams with a loss in the window.
   double switch_lossy_share = 0.5;
