@@ -27,7 +27,7 @@ using ::weft::v1::SimFault;
 constexpr char kAgentKeys[] =
     "node_name, rack, pod, controller_address, metrics_address, interval_ms, backend, "
     "simulated, reconnect, health_address, linux, fabric, lldp, tunables_dry_run, "
-    "drift_check_interval_ms, tls, insecure, job_socket";
+    "drift_check_interval_ms, tls, insecure, job_socket, probe";
 constexpr char kSimulatedKeys[] =
     "nics, gpus, link_speed_gbps, traffic_level, seed, faults, fault_delay_ms";
 constexpr char kFaultNames[] =
