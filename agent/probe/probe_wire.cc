@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 namespace weft::agent::probe {
 namespace {
 
@@ -48,6 +50,18 @@ WireSource ToWire(TimestampSource source) {
       return kWireUser;
   }
   return kWireUser;
+}
+
+ProbeMeasurement CompleteMeasurement(const ProbeMeasurement& ack1, const ProbeHeader& reply,
+                                     int64_t net_span_ns, int64_t user_span_ns,
+                                     TimestampSource prober_timestamps) {
+  ProbeMeasurement m = ack1;
+  m.responder_host_delay = absl::Nanoseconds(reply.delay_ns);
+  m.network_rtt = absl::Nanoseconds(std::max<int64_t>(0, net_span_ns - reply.delay_ns));
+  m.sender_host_delay = absl::Nanoseconds(std::max<int64_t>(0, user_span_ns - net_span_ns));
+  m.timestamps = std::max(prober_timestamps, FromWire(reply.source));
+  m.final = reply.kind == kAck2;
+  return m;
 }
 
 TimestampSource FromWire(uint8_t source) {

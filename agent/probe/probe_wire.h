@@ -35,6 +35,16 @@ bool DecodeProbeHeader(uint32_t magic, const uint8_t* in, size_t len, ProbeHeade
 WireSource ToWire(TimestampSource source);
 TimestampSource FromWire(uint8_t source);
 
+// The two-ack arithmetic both transports share: the measurement `ack1` (what ACK1
+// said) completed by `reply` (an ACK1 or the ACK2 carrying the responder's delay). The
+// network RTT is the prober's span between sending the probe and receiving the reply,
+// on the timestamps it had (`net_span_ns`), less the responder's delay; the sender's
+// host delay is its userspace span less that (`user_span_ns`); the timestamps are the
+// coarser of the two ends'. `final` when `reply` is the ACK2.
+ProbeMeasurement CompleteMeasurement(const ProbeMeasurement& ack1, const ProbeHeader& reply,
+                                     int64_t net_span_ns, int64_t user_span_ns,
+                                     TimestampSource prober_timestamps);
+
 // CLOCK_REALTIME in ns: the clock the kernel's software timestamps use.
 int64_t RealtimeNs();
 

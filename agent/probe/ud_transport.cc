@@ -323,13 +323,8 @@ void UdProbeTransport::DrainRecvCq(std::vector<ProbeMeasurement>* out) {
       } else if (h.kind != kAck2 || !f.have_ack1) {
         continue;
       }
-      ProbeMeasurement m = f.ack1;
-      m.responder_host_delay = absl::Nanoseconds(h.delay_ns);
-      m.network_rtt = absl::Nanoseconds(std::max<int64_t>(0, f.net_span_ns - h.delay_ns));
-      m.sender_host_delay =
-          absl::Nanoseconds(std::max<int64_t>(0, f.user_span_ns - f.net_span_ns));
-      m.timestamps = std::max(f.source, FromWire(h.source));
-      m.final = h.kind == kAck2;
+      const ProbeMeasurement m =
+          CompleteMeasurement(f.ack1, h, f.net_span_ns, f.user_span_ns, f.source);
       out->push_back(m);
       if (m.final) in_flight_.erase(it);
     }

@@ -319,13 +319,8 @@ void UdpProber::DrainReplies(Socket* socket, std::vector<ProbeMeasurement>* out)
     } else if (packet.kind != kAck2 || !f.have_ack1) {
       continue;  // a duplicate ACK1, or an ACK2 overtaking its ACK1
     }
-    ProbeMeasurement m = f.ack1;
-    m.responder_host_delay = absl::Nanoseconds(packet.delay_ns);
-    m.network_rtt = absl::Nanoseconds(std::max<int64_t>(0, f.net_span_ns - packet.delay_ns));
-    m.sender_host_delay =
-        absl::Nanoseconds(std::max<int64_t>(0, f.user_span_ns - f.net_span_ns));
-    m.timestamps = std::max(f.source, FromWire(packet.source));
-    m.final = packet.kind == kAck2;
+    const ProbeMeasurement m =
+        CompleteMeasurement(f.ack1, packet, f.net_span_ns, f.user_span_ns, f.source);
     out->push_back(m);
     if (m.final) in_flight_.erase(it);
   }
