@@ -107,6 +107,16 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   config.mutable_tuning()->set_max_evaluations(40);
   config.mutable_tuning()->set_max_wall_s(120);
   config.mutable_tuning()->set_seeds(3);
+  weft::v1::PingmeshConfig* pingmesh = config.mutable_pingmesh();
+  pingmesh->set_enabled(true);
+  pingmesh->set_window_ms(250);
+  pingmesh->set_timeout_ms(1000);
+  pingmesh->set_dscp(26);
+  pingmesh->set_tor_uplinks(8);
+  pingmesh->set_gray_loss_rate(1e-3);
+  pingmesh->set_gray_detect_s(5);
+  pingmesh->set_max_probes_per_node_per_s(1000);
+  pingmesh->set_max_nic_capacity_share(0.01);
   config.set_state_dir("/var/lib/weft/controller");
   // No TLS files and not insecure: plaintext, accepted only because the default
   // listen_address is loopback (ValidateTransport). deploy/examples turns TLS on.

@@ -27,7 +27,7 @@ LIBRARIES = {
     "tuning": ["sim", "policy"],  # closed-loop DCQCN tuning: evaluates profiles on the twin
     "datapath": ["rdma"],  # libweft: sub-packages transport/, rendezvous/, collectives/
     "agent": ["rdma", "security"],
-    "controller": ["placement", "policy", "security", "store", "topology", "tuning"],
+    "controller": ["pingmesh", "placement", "policy", "security", "store", "topology", "tuning"],
     "cli": ["placement", "policy", "security", "topology"],
 }
 

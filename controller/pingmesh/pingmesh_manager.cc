@@ -1,0 +1,432 @@
+#include "controller/pingmesh/pingmesh_manager.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/logging.h"
+
+namespace weft::controller {
+namespace {
+
+int64_t ToMicros(absl::Time t) { return absl::ToUnixMicros(t); }
+
+pingmesh::ProbeWindow FromProto(const std::string& node, const weft::v1::ProbeWindow& w) {
+  pingmesh::ProbeWindow window;
+  window.key.src_node = node;
+  window.key.src_nic = w.source_nic();
+  window.key.dst_node = w.peer_node();
+  window.key.dst_nic = w.peer_nic();
+  window.key.udp_src_port = static_cast<uint16_t>(w.source_port());
+  window.key.traffic_class = static_cast<uint8_t>(w.dscp());
+  window.start = absl::FromUnixMicros(w.window_start_us());
+  window.end = absl::FromUnixMicros(w.window_end_us());
+  window.sent = static_cast<int64_t>(w.sent());
+  window.lost = static_cast<int64_t>(w.lost());
+  window.rtt_min_us = w.rtt_min_us();
+  window.rtt_p50_us = w.rtt_p50_us();
+  window.rtt_p99_us = w.rtt_p99_us();
+  window.sender_host_delay_us = w.sender_host_delay_us();
+  window.responder_host_delay_us = w.responder_host_delay_us();
+  return window;
+}
+
+}  // namespace
+
+PingmeshManagerOptions PingmeshManagerOptions::FromConfig(const weft::v1::PingmeshConfig& config,
+                                                          absl::Duration telemetry_interval) {
+  PingmeshManagerOptions options;
+  options.enabled = config.enabled();
+  if (config.window_ms() > 0) options.window = absl::Milliseconds(config.window_ms());
+  if (config.timeout_ms() > 0) options.timeout = absl::Milliseconds(config.timeout_ms());
+  // The agent hands a window out once its probes are resolved (its end plus the
+  // timeout) and sends it with its next telemetry batch; half an interval more for the
+  // trip.
+  options.lateness = options.timeout + telemetry_interval + telemetry_interval / 2;
+  if (config.tor_uplinks() > 0) options.tor_uplinks = static_cast<int>(config.tor_uplinks());
+  options.pinglist.traffic_class = static_cast<uint8_t>(config.dscp());
+  if (config.gray_loss_rate() > 0) options.pinglist.gray_loss_rate = config.gray_loss_rate();
+  if (config.gray_detect_s() > 0) options.pinglist.gray_detect_s = config.gray_detect_s();
+  if (config.max_probes_per_node_per_s() > 0) {
+    options.pinglist.max_probes_per_node_per_s = config.max_probes_per_node_per_s();
+  }
+  if (config.max_nic_capacity_share() > 0) {
+    options.pinglist.max_nic_capacity_share = config.max_nic_capacity_share();
+  }
+  options.localiser.window = options.window;
+  // The localiser's horizon spans the detection time the rates are sized for, twice.
+  options.localiser.horizon_windows = std::max<int>(
+      4, static_cast<int>(2 * options.pinglist.gray_detect_s / absl::ToDoubleSeconds(options.window)));
+  return options;
+}
+
+absl::Status PingmeshManager::ValidateOptions(const PingmeshManagerOptions& options) {
+  if (absl::Status valid = pingmesh::Localiser::ValidateOptions(options.localiser); !valid.ok()) {
+    return valid;
+  }
+  if (options.window <= absl::ZeroDuration() || options.matrix_period < options.window ||
+      options.tor_uplinks < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pingmesh: window (", absl::FormatDuration(options.window),
+        ") must be positive, matrix_period (", absl::FormatDuration(options.matrix_period),
+        ") at least one window, tor_uplinks (", options.tor_uplinks, ") at least 1"));
+  }
+  return absl::OkStatus();
+}
+
+PingmeshManager::PingmeshManager(const Clock* clock, FleetSource fleet, Sender send,
+                                 EventLog* events, PingmeshMetrics* metrics,
+                                 PingmeshManagerOptions options)
+    : clock_(clock),
+      fleet_source_(std::move(fleet)),
+      send_(std::move(send)),
+      events_(events),
+      metrics_(metrics),
+      options_(std::move(options)),
+      localiser_(&resolver_, options_.localiser) {}
+
+void PingmeshManager::PairSums::Add(const pingmesh::ProbeWindow& window) {
+  sent += static_cast<uint64_t>(window.sent);
+  lost += static_cast<uint64_t>(window.lost);
+  if (window.sent > window.lost && window.rtt_p50_us > 0) {
+    rtt_min_us = answered_windows == 0 ? window.rtt_min_us : std::min(rtt_min_us, window.rtt_min_us);
+    rtt_p50_sum_us += window.rtt_p50_us;
+    rtt_p99_us = std::max(rtt_p99_us, window.rtt_p99_us);
+    ++answered_windows;
+  }
+}
+
+void PingmeshManager::PairSums::Merge(const PairSums& other) {
+  sent += other.sent;
+  lost += other.lost;
+  if (other.answered_windows > 0) {
+    rtt_min_us = answered_windows == 0 ? other.rtt_min_us : std::min(rtt_min_us, other.rtt_min_us);
+    rtt_p50_sum_us += other.rtt_p50_sum_us;
+    rtt_p99_us = std::max(rtt_p99_us, other.rtt_p99_us);
+    answered_windows += other.answered_windows;
+  }
+}
+
+void PingmeshManager::OnStreamAttached(const std::string& node) {
+  weft::v1::ControllerMessage message;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!options_.enabled) return;
+    auto it = lists_.find(node);
+    if (it == lists_.end()) return;
+    *message.mutable_pinglist() = it->second;
+  }
+  if (absl::Status sent = send_(node, std::move(message)); sent.ok()) {
+    metrics_->PinglistSent();
+  } else {
+    WEFT_LOG(WARNING) << "pinglist not sent node=" << node << " error=\"" << sent.message() << "\"";
+  }
+}
+
+void PingmeshManager::OnProbeWindows(
+    const std::string& node,
+    const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows) {
+  if (windows.empty()) return;
+  uint64_t late = 0;
+  {
+    absl::MutexLock lock(&inbox_mu_);
+    for (const weft::v1::ProbeWindow& w : windows) {
+      if (w.window_end_us() <= judged_through_us_ || !w.error().empty()) {
+        // A window with an error carries no probes: the agent could not send them.
+        if (w.error().empty()) ++late;
+        continue;
+      }
+      inbox_[w.window_start_us()].push_back(FromProto(node, w));
+    }
+    windows_late_ += late;
+  }
+  metrics_->WindowsReceived("late", late);
+}
+
+std::vector<std::pair<std::string, weft::v1::ControllerMessage>> PingmeshManager::ReplanLocked(
+    absl::Time now) {
+  std::vector<std::pair<std::string, weft::v1::ControllerMessage>> out;
+  Fleet fleet = FleetFromNodes(fleet_source_(), options_.tor_uplinks);
+  if (plan_version_ > 0 && fleet.fingerprint == fleet_.fingerprint) return out;
+  absl::StatusOr<pingmesh::PinglistPlan> plan = pingmesh::BuildPinglists(fleet.inventory, options_.pinglist);
+  if (!plan.ok()) {
+    WEFT_LOG(WARNING) << "pingmesh: no new pinglists error=\"" << plan.status().message() << "\"";
+    return out;
+  }
+  ++plan_version_;
+  for (const pingmesh::NodeSpec& node : fleet.inventory.nodes) {
+    for (const pingmesh::NicSpec& nic : node.nics) resolver_.SetNicTor(node.name, nic.name, nic.tor);
+    node_rack_[node.name] = node.rack;
+  }
+  absl::flat_hash_set<pingmesh::ProbeKey> planned;
+  for (const pingmesh::Pinglist& list : plan->pinglists) {
+    for (const pingmesh::PinglistEntry& entry : list.entries) planned.insert(entry.key);
+  }
+  for (const pingmesh::ProbeKey& key : planned_) {
+    if (!planned.contains(key)) localiser_.RemoveStream(key).IgnoreError();  // never added: fine
+  }
+  planned_ = std::move(planned);
+
+  PinglistWire wire;
+  wire.window_ms = static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.window));
+  wire.timeout_ms = static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.timeout));
+  std::map<std::string, weft::v1::Pinglist> lists;
+  for (auto& [node, list] : PinglistProtos(*plan, fleet, wire)) lists[node] = std::move(list);
+  // A node that left the plan gets an empty list, which stops its probing.
+  for (const auto& [node, old] : lists_) {
+    if (lists.count(node) == 0 && old.peers_size() > 0) {
+      weft::v1::Pinglist empty;
+      empty.set_window_ms(wire.window_ms);
+      empty.set_timeout_ms(wire.timeout_ms);
+      lists[node] = std::move(empty);
+    }
+  }
+  const uint64_t now_us = static_cast<uint64_t>(std::max<int64_t>(0, ToMicros(now)));
+  for (auto& [node, list] : lists) {
+    auto old = lists_.find(node);
+    if (old != lists_.end()) {
+      weft::v1::Pinglist unstamped = old->second;
+      unstamped.set_version(0);
+      if (unstamped.SerializeAsString() == list.SerializeAsString()) {
+        list.set_version(old->second.version());
+        continue;
+      }
+    }
+    // Versions grow across restarts too: never below the clock's microseconds.
+    last_list_version_ = std::max(last_list_version_ + 1, now_us);
+    list.set_version(last_list_version_);
+    weft::v1::ControllerMessage message;
+    *message.mutable_pinglist() = list;
+    out.emplace_back(node, std::move(message));
+  }
+  lists_ = std::move(lists);
+  fleet_ = std::move(fleet);
+  plan_ = std::move(*plan);
+  metrics_->Planned(plan_.streams, plan_.pinglists.size());
+  WEFT_LOG(INFO) << "pingmesh plan version=" << plan_version_ << " nodes=" << plan_.pinglists.size()
+                 << " streams=" << plan_.streams
+                 << " probes_per_stream_per_s=" << plan_.probes_per_stream_per_s
+                 << " meets_detection_target=" << plan_.meets_detection_target
+                 << " unprobed=" << fleet_.unprobed.size() << " lists_to_send=" << out.size();
+  return out;
+}
+
+void PingmeshManager::Tick() {
+  if (!options_.enabled) return;
+  const absl::Time now = clock_->Now();
+  std::vector<std::pair<std::string, weft::v1::ControllerMessage>> to_send;
+  {
+    absl::MutexLock lock(&mu_);
+    if (now >= next_replan_) {
+      to_send = ReplanLocked(now);
+      next_replan_ = now + options_.replan_interval;
+    }
+    // Every window that ended `lateness` ago is judged, in order; the first tick only
+    // sets where judging starts.
+    const int64_t window_us = absl::ToInt64Microseconds(options_.window);
+    const int64_t cutoff_us = ToMicros(now - options_.lateness);
+    const int64_t through_us = cutoff_us - ((cutoff_us % window_us) + window_us) % window_us;
+    std::vector<std::pair<int64_t, std::vector<pingmesh::ProbeWindow>>> due;
+    {
+      absl::MutexLock inbox(&inbox_mu_);
+      int64_t from_us = judged_through_us_;
+      // After a long pause, judge no more than the localiser's horizon.
+      const int64_t horizon_us = window_us * options_.localiser.horizon_windows;
+      if (from_us == 0 || through_us - from_us > horizon_us) {
+        from_us = std::max(from_us, through_us - horizon_us);
+        if (judged_through_us_ == 0) from_us = through_us;
+      }
+      for (int64_t start = from_us; start + window_us <= through_us; start += window_us) {
+        auto it = inbox_.find(start);
+        due.emplace_back(start, std::vector<pingmesh::ProbeWindow>());
+        if (it != inbox_.end()) due.back().second = std::move(it->second);
+      }
+      // Reports that fall off the grid or before it are dropped as late.
+      while (!inbox_.empty() && inbox_.begin()->first < through_us) {
+        windows_late_ += inbox_.begin()->second.size();
+        metrics_->WindowsReceived("late", inbox_.begin()->second.size());
+        inbox_.erase(inbox_.begin());
+      }
+      if (through_us > judged_through_us_) judged_through_us_ = through_us;
+    }
+    for (auto& [start, windows] : due) JudgeWindowLocked(start, std::move(windows));
+  }
+  for (auto& [node, message] : to_send) {
+    if (absl::Status sent = send_(node, std::move(message)); sent.ok()) {
+      metrics_->PinglistSent();
+    } else {
+      // The node gets it when its stream attaches (OnStreamAttached).
+      WEFT_LOG(DEBUG) << "pinglist not sent node=" << node << " error=\"" << sent.message() << "\"";
+    }
+  }
+}
+
+void PingmeshManager::JudgeWindowLocked(int64_t start_us,
+                                        std::vector<pingmesh::ProbeWindow> windows) {
+  const int64_t end_us = start_us + absl::ToInt64Microseconds(options_.window);
+  uint64_t accepted = 0, unknown = 0;
+  for (const pingmesh::ProbeWindow& window : windows) {
+    if (!planned_.contains(window.key)) {
+      ++unknown;
+      continue;
+    }
+    if (absl::Status added = localiser_.Add(window); !added.ok()) {
+      ++unknown;
+      WEFT_LOG(DEBUG) << "probe window refused error=\"" << added.message() << "\"";
+      continue;
+    }
+    ++accepted;
+    period_pairs_[{window.key.src_node, window.key.dst_node}].Add(window);
+  }
+  windows_accepted_ += accepted;
+  windows_unknown_ += unknown;
+  metrics_->WindowsReceived("accepted", accepted);
+  metrics_->WindowsReceived("unknown", unknown);
+
+  const absl::Time end = absl::FromUnixMicros(end_us);
+  pingmesh::VerdictChanges changes = localiser_.EndWindow(end);
+  for (const pingmesh::Verdict& verdict : changes.raised) RecordVerdict(ToProto(verdict), true, end);
+  for (const pingmesh::Verdict& verdict : changes.cleared) RecordVerdict(ToProto(verdict), false, end);
+  last_window_end_us_ = end_us;
+
+  if (period_start_us_ == 0) period_start_us_ = start_us;
+  if (end_us - period_start_us_ >= absl::ToInt64Microseconds(options_.matrix_period)) {
+    last_period_pairs_ = std::move(period_pairs_);
+    period_pairs_.clear();
+    last_period_start_us_ = period_start_us_;
+    last_period_end_us_ = end_us;
+    period_start_us_ = end_us;
+    metrics_->SetRackMatrix(MatrixOf(last_period_pairs_, ""));
+  }
+}
+
+weft::v1::PingmeshVerdict PingmeshManager::ToProto(const pingmesh::Verdict& verdict) const {
+  weft::v1::PingmeshVerdict out;
+  out.set_kind(pingmesh::ComponentKindName(verdict.kind));
+  out.set_component(verdict.component);
+  out.set_problem(pingmesh::ProblemName(verdict.problem));
+  out.set_loss_rate(verdict.loss_rate);
+  out.set_host_delay_us(verdict.host_delay_us);
+  out.set_confidence(verdict.confidence);
+  out.set_since_us(ToMicros(verdict.since));
+  out.set_evidence(verdict.evidence);
+  // The nodes: a host's name, or the node of each NIC the component names or ends at.
+  std::set<std::string> nodes;
+  if (verdict.kind == pingmesh::ComponentKind::kHost) nodes.insert(verdict.component);
+  for (absl::string_view link : absl::StrSplit(verdict.component, " + ")) {
+    for (absl::string_view end : absl::StrSplit(link, "->")) {
+      if (fleet_.nics.contains(end)) nodes.insert(std::string(end.substr(0, end.find('/'))));
+    }
+  }
+  for (const std::string& node : nodes) out.add_nodes(node);
+  return out;
+}
+
+void PingmeshManager::RecordVerdict(const weft::v1::PingmeshVerdict& verdict, bool raised,
+                                    absl::Time now) {
+  if (raised) {
+    metrics_->VerdictRaised(verdict);
+  } else {
+    metrics_->VerdictCleared(verdict);
+  }
+  const std::string what = absl::StrCat("pingmesh ", raised ? "blames " : "clears ",
+                                        verdict.kind(), " ", verdict.component(), " (",
+                                        verdict.problem(), ")");
+  WEFT_LOG(WARNING) << what << " loss_rate=" << verdict.loss_rate()
+                    << " confidence=" << verdict.confidence() << " evidence=\""
+                    << verdict.evidence() << "\"";
+  // One event per node it concerns (none: one event without a node).
+  std::vector<std::string> nodes(verdict.nodes().begin(), verdict.nodes().end());
+  if (nodes.empty()) nodes.push_back("");
+  for (const std::string& node : nodes) {
+    weft::v1::Event event;
+    event.set_time_us(ToMicros(now));
+    event.set_node(node);
+    event.set_kind(raised ? weft::v1::EVENT_KIND_RULE_FIRED : weft::v1::EVENT_KIND_RULE_CLEARED);
+    weft::v1::Finding* finding = event.mutable_finding();
+    finding->set_rule(absl::StrCat("pingmesh_", verdict.kind()));
+    finding->set_device(verdict.component());
+    finding->set_value(verdict.kind() == "host" ? verdict.host_delay_us() : verdict.loss_rate());
+    finding->set_detail(verdict.evidence());
+    finding->set_since_us(verdict.since_us());
+    event.set_message(what);
+    events_->Append(std::move(event));
+  }
+}
+
+weft::v1::PingmeshMatrix PingmeshManager::MatrixOf(const PairMap& pairs,
+                                                   const std::string& rack) const {
+  auto rack_of = [this](const std::string& node) {
+    auto it = node_rack_.find(node);
+    return it == node_rack_.end() || it->second.empty() ? std::string("(no rack)") : it->second;
+  };
+  PairMap cells;
+  for (const auto& [pair, sums] : pairs) {
+    if (rack.empty()) {
+      cells[{rack_of(pair.first), rack_of(pair.second)}].Merge(sums);
+    } else if (rack_of(pair.first) == rack) {
+      cells[pair].Merge(sums);
+    }
+  }
+  weft::v1::PingmeshMatrix matrix;
+  for (const auto& [pair, sums] : cells) {
+    weft::v1::PingmeshMatrixCell* cell = matrix.add_cells();
+    cell->set_source(pair.first);
+    cell->set_destination(pair.second);
+    cell->set_sent(sums.sent);
+    cell->set_lost(sums.lost);
+    cell->set_loss_ratio(sums.sent == 0 ? 0 : static_cast<double>(sums.lost) / sums.sent);
+    if (sums.answered_windows > 0) {
+      cell->set_rtt_min_us(sums.rtt_min_us);
+      cell->set_rtt_p50_us(sums.rtt_p50_sum_us / sums.answered_windows);
+      cell->set_rtt_p99_us(sums.rtt_p99_us);
+    }
+  }
+  return matrix;
+}
+
+weft::v1::PingmeshStatus PingmeshManager::Status() const {
+  weft::v1::PingmeshStatus status;
+  absl::MutexLock lock(&mu_);
+  status.set_enabled(options_.enabled);
+  status.set_window_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.window)));
+  status.set_plan_version(plan_version_);
+  status.set_probed_nodes(static_cast<uint32_t>(plan_.pinglists.size()));
+  status.set_streams(plan_.streams);
+  status.set_probes_per_stream_per_s(plan_.probes_per_stream_per_s);
+  status.set_meets_detection_target(plan_.meets_detection_target);
+  status.set_last_window_end_us(last_window_end_us_);
+  status.set_windows_accepted(windows_accepted_);
+  status.set_windows_unknown(windows_unknown_);
+  {
+    absl::MutexLock inbox(&inbox_mu_);
+    status.set_windows_late(windows_late_);
+  }
+  for (const pingmesh::Verdict& verdict : localiser_.ActiveVerdicts()) {
+    *status.add_verdicts() = ToProto(verdict);
+  }
+  for (const std::string& line : fleet_.unprobed) status.add_unprobed(line);
+  return status;
+}
+
+absl::StatusOr<weft::v1::PingmeshMatrix> PingmeshManager::Matrix(const std::string& rack) const {
+  absl::MutexLock lock(&mu_);
+  if (!rack.empty()) {
+    const bool known = std::any_of(node_rack_.begin(), node_rack_.end(),
+                                   [&rack](const auto& entry) { return entry.second == rack; });
+    if (!known) {
+      return absl::NotFoundError(absl::StrCat("pingmesh: no probed node is in rack '", rack,
+                                              "' (weftctl racks lists the racks)"));
+    }
+  }
+  // The last complete period and the one in progress.
+  PairMap pairs = last_period_pairs_;
+  for (const auto& [pair, sums] : period_pairs_) pairs[pair].Merge(sums);
+  weft::v1::PingmeshMatrix matrix = MatrixOf(pairs, rack);
+  matrix.set_start_us(last_period_start_us_ != 0 ? last_period_start_us_ : period_start_us_);
+  matrix.set_end_us(last_window_end_us_);
+  return matrix;
+}
+
+}  // namespace weft::controller

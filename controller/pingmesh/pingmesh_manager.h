@@ -1,0 +1,163 @@
+// PingmeshManager: the controller's pingmesh (issue 22) between the agents and the pure
+// logic of pingmesh/. On the ticker it
+//   - plans: every `replan_interval` it reads the fleet (the inventory's nodes), and when
+//     the nodes, NICs, addresses or ToRs changed, computes the pinglists
+//     (pingmesh/pinglist.h) and sends each node whose list changed its new one down its
+//     agent stream (a node that left the plan gets an empty list: it stops probing);
+//   - judges: the agents' probe windows (TelemetryBatch.probe_windows) are bucketed by
+//     their window; once a window's end is `lateness` in the past (the agent's probe
+//     timeout plus a telemetry interval, so every report of it has come) it goes to the
+//     localiser (pingmesh/localiser.h) over the topology (pingmesh/two_tier_resolver.h),
+//     and each verdict raised or cleared becomes an event (RULE_FIRED / RULE_CLEARED with
+//     rule "pingmesh_<kind>") and a metric;
+//   - summarises: probes are summed node to node over `matrix_period`, for
+//     `weftctl pingmesh matrix` and the rack-to-rack gauges.
+// An agent that (re)connects gets its current list at once (OnStreamAttached).
+//
+// Thread-safe. OnStreamAttached and OnProbeWindows run on the agent stream reactors and
+// only take a short lock; the localiser runs on the ticker under its own lock. Lock
+// order: mu_, then inbox_mu_; the sender (the agent service) is called with neither held.
+#ifndef WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
+#define WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "controller/inventory/event_log.h"
+#include "controller/pingmesh/fleet.h"
+#include "controller/pingmesh/pingmesh_metrics.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "pingmesh/localiser.h"
+#include "pingmesh/pinglist.h"
+#include "pingmesh/two_tier_resolver.h"
+#include "proto/weft/v1/admin.pb.h"
+#include "proto/weft/v1/agent.pb.h"
+#include "proto/weft/v1/config.pb.h"
+#include "proto/weft/v1/pingmesh.pb.h"
+#include "proto/weft/v1/probe.pb.h"
+
+namespace weft::controller {
+
+struct PingmeshManagerOptions {
+  bool enabled = true;
+  absl::Duration window = absl::Milliseconds(250);
+  absl::Duration timeout = absl::Seconds(1);
+  // How long after a window's end its reports are waited for.
+  absl::Duration lateness = absl::Milliseconds(2500);
+  absl::Duration replan_interval = absl::Seconds(5);
+  int tor_uplinks = 8;
+  absl::Duration matrix_period = absl::Seconds(10);
+  pingmesh::PinglistOptions pinglist;
+  pingmesh::LocaliserOptions localiser;
+
+  // From the config; `telemetry_interval` is how often agents report (part of lateness).
+  static PingmeshManagerOptions FromConfig(const weft::v1::PingmeshConfig& config,
+                                           absl::Duration telemetry_interval);
+};
+
+class PingmeshManager {
+ public:
+  // The nodes as the inventory has them (Inventory::ListNodes).
+  using FleetSource = std::function<std::vector<weft::v1::NodeStatus>()>;
+  // Queues a message on a node's agent stream (AgentServiceImpl::SendToNode).
+  using Sender =
+      std::function<absl::Status(const std::string& node, weft::v1::ControllerMessage message)>;
+
+  // INVALID_ARGUMENT for options the localiser or the pinglists refuse, naming the field.
+  static absl::Status ValidateOptions(const PingmeshManagerOptions& options);
+
+  // `clock`, `events` and `metrics` outlive the manager; `options` passed ValidateOptions.
+  PingmeshManager(const Clock* clock, FleetSource fleet, Sender send, EventLog* events,
+                  PingmeshMetrics* metrics, PingmeshManagerOptions options);
+
+  PingmeshManager(const PingmeshManager&) = delete;
+  PingmeshManager& operator=(const PingmeshManager&) = delete;
+
+  // The node's agent opened a stream: it gets its current pinglist (if it has one).
+  void OnStreamAttached(const std::string& node) ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
+  // A telemetry batch's probe windows from `node`'s agent (the source of every stream).
+  void OnProbeWindows(const std::string& node,
+                      const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows)
+      ABSL_LOCKS_EXCLUDED(inbox_mu_);
+
+  // Plans when due and judges every window whose reports are in. The ticker calls it.
+  void Tick() ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
+
+  weft::v1::PingmeshStatus Status() const ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
+  // Rack to rack (`rack` empty), or node to node from the nodes of `rack`; NOT_FOUND
+  // for a rack no probed node is in.
+  absl::StatusOr<weft::v1::PingmeshMatrix> Matrix(const std::string& rack) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Sums of one node pair's windows.
+  struct PairSums {
+    uint64_t sent = 0, lost = 0, answered_windows = 0;
+    double rtt_min_us = 0, rtt_p50_sum_us = 0, rtt_p99_us = 0;
+    void Add(const pingmesh::ProbeWindow& window);
+    void Merge(const PairSums& other);
+  };
+  using PairMap = std::map<std::pair<std::string, std::string>, PairSums>;
+
+  // The messages to send for a new fleet (empty when nothing changed).
+  std::vector<std::pair<std::string, weft::v1::ControllerMessage>> ReplanLocked(absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void JudgeWindowLocked(int64_t start_us, std::vector<pingmesh::ProbeWindow> windows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  weft::v1::PingmeshVerdict ToProto(const pingmesh::Verdict& verdict) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void RecordVerdict(const weft::v1::PingmeshVerdict& verdict, bool raised,
+                     absl::Time now) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  weft::v1::PingmeshMatrix MatrixOf(const PairMap& pairs, const std::string& rack) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const Clock* const clock_;
+  const FleetSource fleet_source_;
+  const Sender send_;
+  EventLog* const events_;
+  PingmeshMetrics* const metrics_;
+  const PingmeshManagerOptions options_;
+
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_BEFORE(inbox_mu_);
+  Fleet fleet_ ABSL_GUARDED_BY(mu_);
+  pingmesh::PinglistPlan plan_ ABSL_GUARDED_BY(mu_);
+  uint64_t plan_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_list_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The list each node was last sent (version 0 in the map; the stamped one is sent).
+  std::map<std::string, weft::v1::Pinglist> lists_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> node_rack_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<pingmesh::ProbeKey> planned_ ABSL_GUARDED_BY(mu_);
+  pingmesh::TwoTierResolver resolver_ ABSL_GUARDED_BY(mu_);
+  pingmesh::Localiser localiser_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_replan_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int64_t last_window_end_us_ ABSL_GUARDED_BY(mu_) = 0;
+  PairMap period_pairs_ ABSL_GUARDED_BY(mu_);
+  PairMap last_period_pairs_ ABSL_GUARDED_BY(mu_);
+  int64_t period_start_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_period_start_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_period_end_us_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t windows_unknown_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t windows_accepted_ ABSL_GUARDED_BY(mu_) = 0;
+
+  mutable absl::Mutex inbox_mu_;
+  // Windows not judged yet, by their start (µs since the Unix epoch).
+  std::map<int64_t, std::vector<pingmesh::ProbeWindow>> inbox_ ABSL_GUARDED_BY(inbox_mu_);
+  // Every window ending at or before this was judged (0: none yet).
+  int64_t judged_through_us_ ABSL_GUARDED_BY(inbox_mu_) = 0;
+  uint64_t windows_late_ ABSL_GUARDED_BY(inbox_mu_) = 0;
+};
+
+}  // namespace weft::controller
+
+#endif  // WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_

@@ -1,0 +1,271 @@
+#include "controller/pingmesh/pingmesh_manager.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/fake_clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+
+namespace weft::controller {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr absl::Duration kWindow = absl::Milliseconds(250);
+constexpr absl::Duration kLateness = absl::Milliseconds(500);
+
+weft::v1::NodeStatus Node(const std::string& name, const std::string& rack, int host) {
+  weft::v1::NodeStatus status;
+  status.set_reporting(true);
+  weft::v1::NodeInfo* info = status.mutable_info();
+  info->set_name(name);
+  info->set_rack(rack);
+  info->set_probe_udp_port(7412);
+  for (int i = 0; i < 2; ++i) {
+    weft::v1::Nic* nic = info->add_nics();
+    nic->set_device(absl::StrCat("mlx5_", i));
+    nic->set_speed_mbps(400000);
+    weft::v1::GidEntry* gid = nic->add_gids();
+    gid->set_type(weft::v1::GID_TYPE_ROCE_V2);
+    gid->set_gid(absl::StrCat("0000:0000:0000:0000:0000:ffff:0a00:",
+                              absl::Hex(host * 16 + i, absl::kZeroPad4)));
+  }
+  return status;
+}
+
+class PingmeshManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // 2 racks of 8 nodes, 2 NICs each: one ToR per rack.
+    for (int r = 0; r < 2; ++r) {
+      for (int n = 1; n <= 8; ++n) {
+        const std::string rack = r == 0 ? "rack-a" : "rack-b";
+        nodes_.push_back(Node(absl::StrCat(r == 0 ? "a" : "b", n), rack, r * 8 + n));
+      }
+    }
+    PingmeshManagerOptions options;
+    options.window = kWindow;
+    options.lateness = kLateness;
+    options.replan_interval = absl::Seconds(5);
+    options.matrix_period = absl::Seconds(2);
+    options.tor_uplinks = 2;
+    options.pinglist.traffic_class = 26;
+    ASSERT_TRUE(PingmeshManager::ValidateOptions(options).ok());
+    manager_ = std::make_unique<PingmeshManager>(
+        &clock_, [this] { return nodes_; },
+        [this](const std::string& node, weft::v1::ControllerMessage message) {
+          if (offline_.contains(node)) return absl::NotFoundError("no stream");
+          sent_.push_back({node, message.pinglist()});
+          lists_[node] = message.pinglist();
+          return absl::OkStatus();
+        },
+        &events_, &metrics_, options);
+  }
+
+  // Every planned stream reports window [start, start + kWindow); streams to or from
+  // `dead` (a "node/nic") lose every probe.
+  void ReportWindow(absl::Time start, const std::string& dead = "") {
+    for (const auto& [node, list] : lists_) {
+      google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow> windows;
+      for (const weft::v1::ProbePeer& peer : list.peers()) {
+        const bool lost = absl::StrCat(node, "/", peer.source_nic()) == dead ||
+                          absl::StrCat(peer.node(), "/", peer.nic()) == dead;
+        for (uint32_t port : peer.source_ports()) {
+          weft::v1::ProbeWindow* w = windows.Add();
+          w->set_peer_node(peer.node());
+          w->set_peer_nic(peer.nic());
+          w->set_source_nic(peer.source_nic());
+          w->set_source_port(port);
+          w->set_dscp(peer.dscp());
+          w->set_window_start_us(absl::ToUnixMicros(start));
+          w->set_window_end_us(absl::ToUnixMicros(start + kWindow));
+          w->set_sent(20);
+          w->set_lost(lost ? 20 : 0);
+          if (!lost) {
+            w->set_rtt_min_us(8);
+            w->set_rtt_p50_us(10);
+            w->set_rtt_p99_us(node[0] == peer.node()[0] ? 14 : 30);
+            w->set_sender_host_delay_us(5);
+            w->set_responder_host_delay_us(5);
+          }
+        }
+      }
+      manager_->OnProbeWindows(node, windows);
+    }
+  }
+
+  // Runs `windows` windows, each reported and then judged once its lateness passed.
+  void Run(int windows, const std::string& dead = "") {
+    for (int i = 0; i < windows; ++i) {
+      if (next_start_ == absl::InfinitePast()) {
+        next_start_ = absl::FromUnixMicros(absl::ToUnixMicros(clock_.Now()) /
+                                           absl::ToInt64Microseconds(kWindow) *
+                                           absl::ToInt64Microseconds(kWindow));
+      }
+      ReportWindow(next_start_, dead);
+      clock_.Set(std::max(clock_.Now(), next_start_ + kWindow + kLateness));
+      manager_->Tick();
+      next_start_ += kWindow;
+    }
+  }
+
+  std::vector<weft::v1::Event> Events() {
+    const weft::v1::ListEventsResponse listed = events_.List(EventQuery{});
+    return std::vector<weft::v1::Event>(listed.events().begin(), listed.events().end());
+  }
+
+  FakeClock clock_{absl::FromUnixSeconds(1'800'000'000)};
+  std::vector<weft::v1::NodeStatus> nodes_;
+  absl::flat_hash_set<std::string> offline_;
+  std::vector<std::pair<std::string, weft::v1::Pinglist>> sent_;
+  std::map<std::string, weft::v1::Pinglist> lists_;
+  EventLog events_{1000};
+  prometheus::Registry registry_;
+  PingmeshMetrics metrics_{registry_};
+  std::unique_ptr<PingmeshManager> manager_;
+  absl::Time next_start_ = absl::InfinitePast();
+};
+
+TEST_F(PingmeshManagerTest, SendsEachNodeItsListAndAgainOnlyWhenTheFleetChanges) {
+  manager_->Tick();
+  ASSERT_THAT(sent_, SizeIs(16));
+  const weft::v1::Pinglist& a1 = lists_.at("a1");
+  EXPECT_EQ(a1.window_ms(), 250u);
+  // a1/mlx5_0 probes its 7 rail peers under rack-a's ToR, one rack-b node and its own
+  // mlx5_1; so does mlx5_1.
+  EXPECT_THAT(a1.peers(), SizeIs(18));
+  EXPECT_GT(a1.version(), 0u);
+  weft::v1::PingmeshStatus status = manager_->Status();
+  EXPECT_EQ(status.probed_nodes(), 16u);
+  EXPECT_EQ(status.plan_version(), 1u);
+
+  // Nothing changed: nothing is sent, even after the replan interval.
+  sent_.clear();
+  clock_.Advance(absl::Seconds(6));
+  manager_->Tick();
+  EXPECT_THAT(sent_, IsEmpty());
+
+  // A node with no UDP responder leaves the plan: it gets an empty list, and every
+  // other node a new one (the streams to it are gone and the rates resized).
+  const uint64_t a1_version = lists_.at("a1").version();
+  nodes_[1].mutable_info()->set_probe_udp_port(0);  // a2
+  clock_.Advance(absl::Seconds(6));
+  manager_->Tick();
+  EXPECT_EQ(lists_.at("a2").peers_size(), 0);
+  EXPECT_GT(lists_.at("a1").version(), a1_version);
+  EXPECT_THAT(sent_, SizeIs(16));
+  status = manager_->Status();
+  EXPECT_EQ(status.plan_version(), 2u);
+  EXPECT_THAT(status.unprobed(), ElementsAre("a2: its agent does not answer probes "
+                                             "(probe.udp_port is 0)"));
+
+  // An agent that reconnects gets its current list again.
+  sent_.clear();
+  manager_->OnStreamAttached("a3");
+  ASSERT_THAT(sent_, SizeIs(1));
+  EXPECT_EQ(sent_[0].second.version(), lists_.at("a3").version());
+}
+
+TEST_F(PingmeshManagerTest, ADeadNicIsBlamedClearedAndSentAsEvents) {
+  manager_->Tick();
+  Run(8);
+  EXPECT_THAT(manager_->Status().verdicts(), IsEmpty());
+
+  Run(4, "a3/mlx5_1");
+  weft::v1::PingmeshStatus status = manager_->Status();
+  ASSERT_THAT(status.verdicts(), SizeIs(1));
+  const weft::v1::PingmeshVerdict& verdict = status.verdicts(0);
+  EXPECT_THAT(verdict.component(), HasSubstr("a3/mlx5_1"));
+  EXPECT_THAT(verdict.nodes(), ElementsAre("a3"));
+  EXPECT_GT(status.windows_accepted(), 0u);
+  EXPECT_EQ(status.windows_unknown(), 0u);
+  std::vector<weft::v1::Event> events = Events();
+  ASSERT_THAT(events, SizeIs(1));
+  EXPECT_EQ(events[0].kind(), weft::v1::EVENT_KIND_RULE_FIRED);
+  EXPECT_EQ(events[0].node(), "a3");
+  EXPECT_EQ(events[0].finding().rule(), absl::StrCat("pingmesh_", verdict.kind()));
+
+  // The NIC comes back: the verdict clears after the localiser's hysteresis.
+  Run(60);
+  EXPECT_THAT(manager_->Status().verdicts(), IsEmpty());
+  events = Events();
+  ASSERT_THAT(events, SizeIs(2));
+  EXPECT_EQ(events[1].kind(), weft::v1::EVENT_KIND_RULE_CLEARED);
+}
+
+TEST_F(PingmeshManagerTest, LateAndUnknownWindowsAreCountedNotJudged) {
+  manager_->Tick();
+  Run(2);
+  const absl::Time now = clock_.Now();
+  // A window long judged, and a stream no pinglist has.
+  google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow> windows;
+  weft::v1::ProbeWindow* old = windows.Add();
+  old->set_peer_node("a2");
+  old->set_window_start_us(absl::ToUnixMicros(now - absl::Seconds(10)));
+  old->set_window_end_us(absl::ToUnixMicros(now - absl::Seconds(10) + kWindow));
+  weft::v1::ProbeWindow* stranger = windows.Add();
+  stranger->set_peer_node("zz9");
+  stranger->set_peer_nic("mlx5_0");
+  stranger->set_source_nic("mlx5_0");
+  stranger->set_source_port(50000);
+  stranger->set_sent(5);
+  const int64_t start = absl::ToUnixMicros(now) / 250000 * 250000;
+  stranger->set_window_start_us(start);
+  stranger->set_window_end_us(start + 250000);
+  manager_->OnProbeWindows("a1", windows);
+  clock_.Set(absl::FromUnixMicros(start) + kWindow + kLateness);
+  manager_->Tick();
+  const weft::v1::PingmeshStatus status = manager_->Status();
+  EXPECT_EQ(status.windows_late(), 1u);
+  EXPECT_EQ(status.windows_unknown(), 1u);
+}
+
+TEST_F(PingmeshManagerTest, MatrixSumsRackToRackAndNodeToNode) {
+  manager_->Tick();
+  Run(10);
+  absl::StatusOr<weft::v1::PingmeshMatrix> racks = manager_->Matrix("");
+  ASSERT_TRUE(racks.ok()) << racks.status();
+  ASSERT_THAT(racks->cells(), SizeIs(4));
+  const weft::v1::PingmeshMatrixCell& ab = racks->cells(1);
+  EXPECT_EQ(ab.source(), "rack-a");
+  EXPECT_EQ(ab.destination(), "rack-b");
+  EXPECT_GT(ab.sent(), 0u);
+  EXPECT_EQ(ab.lost(), 0u);
+  EXPECT_DOUBLE_EQ(ab.rtt_p99_us(), 30);
+  EXPECT_DOUBLE_EQ(racks->cells(0).rtt_p99_us(), 14);
+  EXPECT_GT(racks->end_us(), racks->start_us());
+
+  absl::StatusOr<weft::v1::PingmeshMatrix> nodes = manager_->Matrix("rack-b");
+  ASSERT_TRUE(nodes.ok());
+  for (const auto& cell : nodes->cells()) EXPECT_EQ(cell.source()[0], 'b');
+  EXPECT_EQ(manager_->Matrix("rack-z").status().code(), absl::StatusCode::kNotFound);
+
+  // The rack gauges follow the last complete period.
+  bool found = false;
+  for (const auto& family : registry_.Collect()) {
+    if (family.name == "weft_controller_pingmesh_rack_loss_ratio") found = family.metric.size() == 4;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(PingmeshManagerOptionsTest, RefusesBadOptionsByName) {
+  PingmeshManagerOptions options;
+  options.localiser.raise_after = 0;
+  absl::Status refused = PingmeshManager::ValidateOptions(options);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("raise_after"));
+  options = PingmeshManagerOptions();
+  options.matrix_period = absl::Milliseconds(100);
+  EXPECT_THAT(PingmeshManager::ValidateOptions(options).message(), HasSubstr("matrix_period"));
+}
+
+}  // namespace
+}  // namespace weft::controller
