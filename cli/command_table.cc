@@ -12,6 +12,7 @@
 #include "cli/prometheus_command.h"
 #include "cli/reservation_commands.h"
 #include "cli/rollout_command.h"
+#include "cli/pingmesh_command.h"
 #include "cli/tune_command.h"
 #include "cli/topology_command.h"
 
@@ -86,6 +87,11 @@ const std::vector<Command>& Commands() {
         "        [--seed N] [--max-evaluations N] [--wait] | status [ID] | history | apply ID\n"
         "                              DCQCN tuning: search in the twin, roll the best out\n",
      {"scope", "dry_run", "strategy", "seed", "max_evaluations", "wait"}, &RunTuneCommand},
+    {"pingmesh",
+        "  pingmesh status | matrix [--rack R]\n"
+        "                              probe verdicts (blamed host, NIC, switch, link); loss/RTT\n"
+        "                              rack to rack, or node to node from rack R\n",
+     {"rack"}, &RunPingmeshCommand},
     {"topology",
         "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
         "                              LLDP cabling against the design; exit 1 on findings\n",

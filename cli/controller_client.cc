@@ -14,7 +14,8 @@ ControllerClient::ControllerClient(std::shared_ptr<grpc::ChannelInterface> chann
       admin_(weft::v1::AdminService::NewStub(channel)),
       placement_(weft::v1::PlacementService::NewStub(channel)),
       rollouts_(weft::v1::RolloutService::NewStub(channel)),
-      tune_(weft::v1::TuneService::NewStub(channel)) {}
+      tune_(weft::v1::TuneService::NewStub(channel)),
+      pingmesh_(weft::v1::PingmeshService::NewStub(channel)) {}
 
 absl::StatusOr<ControllerClient> ControllerClient::Connect(const TransportFlags& transport,
                                                            int timeout_ms) {

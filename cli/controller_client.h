@@ -25,6 +25,7 @@
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/placement.grpc.pb.h"
 #include "proto/weft/v1/rollout.grpc.pb.h"
+#include "proto/weft/v1/pingmesh.grpc.pb.h"
 #include "proto/weft/v1/tune.grpc.pb.h"
 
 namespace weft {
@@ -74,6 +75,7 @@ class ControllerClient {
   std::unique_ptr<weft::v1::PlacementService::StubInterface> placement_;
   std::unique_ptr<weft::v1::RolloutService::StubInterface> rollouts_;
   std::unique_ptr<weft::v1::TuneService::StubInterface> tune_;
+  std::unique_ptr<weft::v1::PingmeshService::StubInterface> pingmesh_;
 };
 
 template <>
@@ -95,6 +97,12 @@ template <>
 inline weft::v1::TuneService::StubInterface&
 ControllerClient::StubFor<weft::v1::TuneService::StubInterface>() {
   return *tune_;
+}
+
+template <>
+inline weft::v1::PingmeshService::StubInterface&
+ControllerClient::StubFor<weft::v1::PingmeshService::StubInterface>() {
+  return *pingmesh_;
 }
 
 }  // namespace weft

@@ -15,7 +15,8 @@ ABSL_FLAG(std::string, tls_key, "", "TLS: client private key (PEM)");
 ABSL_FLAG(std::string, token, "", "bearer token (needs --tls_ca); see also --token_file");
 ABSL_FLAG(std::string, token_file, "", "file whose first line is the bearer token");
 ABSL_FLAG(bool, insecure, false, "plaintext to a non-loopback controller");
-ABSL_FLAG(std::string, rack, "", "nodes: only nodes of this rack");
+ABSL_FLAG(std::string, rack, "",
+          "nodes: only nodes of this rack; pingmesh matrix: node to node from this rack");
 ABSL_FLAG(std::string, reason, "", "drain: why the node is drained (shown to operators)");
 ABSL_FLAG(std::string, node, "", "events: only this node's events; fabric inject: the node");
 ABSL_FLAG(std::string, since, "",

@@ -84,6 +84,9 @@ const std::vector<MethodRule>& AllMethodRules() {
       {"/weft.v1.TuneService/GetProposal", Role::kViewer, false, ""},
       {"/weft.v1.TuneService/ListProposals", Role::kViewer, false, ""},
       {"/weft.v1.TuneService/ApplyProposal", Role::kAdmin, true, "id"},
+      // Pingmesh: verdicts and the probe matrix, read-only.
+      {"/weft.v1.PingmeshService/GetStatus", Role::kViewer, false, ""},
+      {"/weft.v1.PingmeshService/GetMatrix", Role::kViewer, false, ""},
       // Load balancers and systemd probes check health without credentials.
       {"/grpc.health.v1.Health/Check", Role::kNone, false, ""},
       {"/grpc.health.v1.Health/Watch", Role::kNone, false, ""},

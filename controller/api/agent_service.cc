@@ -181,6 +181,7 @@ class AgentServiceImpl::AgentStream final
         if (service_->listener_ != nullptr) {
           service_->listener_->OnStreamAttached(node_, message.hello().applied_version());
         }
+        if (service_->pingmesh_ != nullptr) service_->pingmesh_->OnStreamAttached(node_);
         return grpc::Status::OK;
       }
       case AgentMessage::kTelemetry: {
@@ -196,6 +197,9 @@ class AgentServiceImpl::AgentStream final
         }
         if (service_->listener_ != nullptr && message.telemetry().has_tunables()) {
           service_->listener_->OnTunablesStatus(node_, message.telemetry().tunables());
+        }
+        if (service_->pingmesh_ != nullptr && message.telemetry().probe_windows_size() > 0) {
+          service_->pingmesh_->OnProbeWindows(node_, message.telemetry().probe_windows());
         }
         return grpc::Status::OK;
       }
@@ -252,9 +256,10 @@ class AgentServiceImpl::AgentStream final
 
 AgentServiceImpl::AgentServiceImpl(Inventory* inventory, ControllerMetrics* metrics,
                                    AgentServiceOptions options,
-                                   DesiredStateListener* listener)
+                                   DesiredStateListener* listener,
+                                   PingmeshManager* pingmesh)
     : inventory_(inventory), metrics_(metrics), options_(std::move(options)),
-      listener_(listener) {}
+      listener_(listener), pingmesh_(pingmesh) {}
 
 AgentServiceImpl::~AgentServiceImpl() = default;
 

@@ -42,6 +42,7 @@
 #include "controller/inventory/controller_metrics.h"
 #include "controller/rollout/desired_state_listener.h"
 #include "controller/inventory/inventory.h"
+#include "controller/pingmesh/pingmesh_manager.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/agent.grpc.pb.h"
 #include "proto/weft/v1/agent.pb.h"
@@ -62,9 +63,12 @@ class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
   // `inventory` and `metrics` must outlive the service, and the service must outlive
   // the grpc::Server it is registered with. `listener` (nullptr: nobody) is handed each
   // accepted hello's applied_version, every DesiredStateAck and each telemetry batch's
-  // tunables status, on the reactor threads; it must outlive the service.
+  // tunables status, on the reactor threads; it must outlive the service. `pingmesh`
+  // (nullptr: none) is told of each accepted hello and handed every batch's probe
+  // windows, on the reactor threads; it must outlive the service.
   AgentServiceImpl(Inventory* inventory, ControllerMetrics* metrics,
-                   AgentServiceOptions options, DesiredStateListener* listener = nullptr);
+                   AgentServiceOptions options, DesiredStateListener* listener = nullptr,
+                   PingmeshManager* pingmesh = nullptr);
   ~AgentServiceImpl() override;
 
   AgentServiceImpl(const AgentServiceImpl&) = delete;
@@ -107,6 +111,7 @@ class AgentServiceImpl final : public weft::v1::AgentService::CallbackService {
   ControllerMetrics* const metrics_;
   const AgentServiceOptions options_;
   DesiredStateListener* const listener_;
+  PingmeshManager* const pingmesh_;
 
   mutable absl::Mutex mu_;
   absl::flat_hash_set<AgentStream*> open_ ABSL_GUARDED_BY(mu_);

@@ -43,6 +43,11 @@ std::unique_ptr<store::RolloutStore> MakeRolloutStore(store::ControllerStore* st
   return std::make_unique<store::MemoryRolloutStore>();
 }
 
+PingmeshManagerOptions PingmeshOptions(const weft::v1::ControllerConfig& config) {
+  return PingmeshManagerOptions::FromConfig(config.pingmesh(),
+                                            absl::Milliseconds(config.telemetry_interval_ms()));
+}
+
 RendezvousServiceOptions RendezvousOptions(const weft::v1::ControllerConfig& config) {
   RendezvousServiceOptions options;
   options.verify_node_identity = security::TlsEnabled(config.tls());
@@ -62,6 +67,7 @@ absl::StatusOr<std::unique_ptr<ControllerServer>> ControllerServer::Create(
         config.telemetry_interval_ms(), ", ", config.down_after_intervals(), ", ",
         config.window_samples(), "); run ValidateControllerConfig first"));
   }
+  RETURN_IF_ERROR(PingmeshManager::ValidateOptions(PingmeshOptions(config)));
   std::shared_ptr<const security::TokenTable> tokens;
   if (!config.tokens_file().empty()) {
     ASSIGN_OR_RETURN(security::TokenTable table,
@@ -91,10 +97,16 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                      [this](const std::string& node, weft::v1::ControllerMessage message) {
                        return agent_service_.SendToNode(node, std::move(message));
                      }),
+      pingmesh_metrics_(*registry_),
+      pingmesh_(clock_, [this] { return inventory_.ListNodes(); },
+                [this](const std::string& node, weft::v1::ControllerMessage message) {
+                  return agent_service_.SendToNode(node, std::move(message));
+                },
+                &inventory_.events(), &pingmesh_metrics_, PingmeshOptions(config_)),
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
                                          security::TlsEnabled(config_.tls())},
-                     &desired_state_),
+                     &desired_state_, &pingmesh_),
       admin_service_(&inventory_, &audit_log_, clock_),
       placement_metrics_(*registry_),
       placement_(&inventory_, clock_,
@@ -109,6 +121,7 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       tune_metrics_(*registry_),
       tuner_(&rollouts_, &tune_metrics_, clock_, TuneOptions(config_.tuning())),
       tune_service_(&tuner_),
+      pingmesh_service_(&pingmesh_),
       rendezvous_service_(clock_, *registry_, RendezvousOptions(config_)),
       ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }) {}
 
@@ -121,6 +134,7 @@ std::vector<ControllerServer::ServedService> ControllerServer::Services() {
       {&placement_service_, weft::v1::PlacementService::service_full_name()},
       {&rollout_service_, weft::v1::RolloutService::service_full_name()},
       {&tune_service_, weft::v1::TuneService::service_full_name()},
+      {&pingmesh_service_, weft::v1::PingmeshService::service_full_name()},
       {&rendezvous_service_, weft::v1::RendezvousService::service_full_name()},
   };
 }
@@ -213,6 +227,7 @@ void ControllerServer::Tick() {
   placement_.RefreshGauges();
   rollouts_.Tick();
   tuner_.Tick();
+  pingmesh_.Tick();
 }
 
 void ControllerServer::Stop() {

@@ -48,8 +48,11 @@
 #include "controller/api/audit_log.h"
 #include "controller/inventory/controller_metrics.h"
 #include "controller/inventory/inventory.h"
+#include "controller/pingmesh/pingmesh_manager.h"
+#include "controller/pingmesh/pingmesh_metrics.h"
 #include "controller/placement/placement_manager.h"
 #include "controller/placement/placement_metrics.h"
+#include "controller/api/pingmesh_service.h"
 #include "controller/api/placement_service.h"
 #include "controller/rollout/desired_state.h"
 #include "controller/rollout/rollout_manager.h"
@@ -114,6 +117,7 @@ class ControllerServer {
   PlacementManager& placement() { return placement_; }
   AuditLog& audit_log() { return audit_log_; }
   DesiredStateManager& desired_state() { return desired_state_; }
+  PingmeshManager& pingmesh() { return pingmesh_; }
 
  private:
   // security::AuditSink over audit_log_.
@@ -155,6 +159,9 @@ class ControllerServer {
   // rollouts over it, kept in the store (in memory without one).
   RolloutMetrics rollout_metrics_;
   DesiredStateManager desired_state_;
+  // Pingmesh: pinglists down the agent streams, probe windows up, fault localisation.
+  PingmeshMetrics pingmesh_metrics_;
+  PingmeshManager pingmesh_;
   AgentServiceImpl agent_service_;
   AdminServiceImpl admin_service_;
   PlacementMetrics placement_metrics_;
@@ -167,6 +174,7 @@ class ControllerServer {
   TuneMetrics tune_metrics_;
   TuneManager tuner_;
   TuneServiceImpl tune_service_;
+  PingmeshServiceImpl pingmesh_service_;
   // Where agents relay their jobs' rendezvous (job.proto); its own sweeper thread.
   // With mTLS an agent relays only its own node's ranks.
   RendezvousServiceImpl rendezvous_service_;

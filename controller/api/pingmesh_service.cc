@@ -1,0 +1,20 @@
+#include "controller/api/pingmesh_service.h"
+
+#include "common/grpc_status.h"
+
+namespace weft::controller {
+
+grpc::ServerUnaryReactor* PingmeshServiceImpl::GetStatus(
+    grpc::CallbackServerContext* context, const weft::v1::GetPingmeshStatusRequest* /*request*/,
+    weft::v1::PingmeshStatus* response) {
+  *response = manager_->Status();
+  return FinishWith(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PingmeshServiceImpl::GetMatrix(
+    grpc::CallbackServerContext* context, const weft::v1::GetPingmeshMatrixRequest* request,
+    weft::v1::PingmeshMatrix* response) {
+  return FinishWith(context, manager_->Matrix(request->rack()), response);
+}
+
+}  // namespace weft::controller
