@@ -375,6 +375,32 @@ TEST_F(TuneManagerTest, TriggersAreCountedButProposeNothingWhenAutomaticProposal
   EXPECT_EQ(Metric("weft_controller_tune_triggers_total", {{"reason", "mix_shift"}}), 1);
 }
 
+TEST_F(TuneManagerTest, AutomaticApplyRollsATriggeredProposalOutThroughTheOrdinaryRollout) {
+  TuneManagerOptions options = SmallOptions();  // a search that finds a better profile
+  options.check_interval = absl::Seconds(1);
+  options.trigger.consecutive_checks = 1;
+  options.auto_propose = true;
+  options.auto_apply = true;
+  UseAutomaticTuner(options);
+  PutPolicyInForce(5);
+  jobs_.traffic = {Job(8, 1'000'000, 0)};
+  Step();
+  ASSERT_EQ(tuner_->List().proposals_size(), 1);
+  tuner_->AwaitIdle();
+  ASSERT_EQ(tuner_->Get("")->state(), weft::v1::TUNE_STATE_PROPOSED) << tuner_->Get("")->reason();
+  Step();
+  const weft::v1::TuneProposal applied = *tuner_->Get("");
+  EXPECT_EQ(applied.state(), weft::v1::TUNE_STATE_ROLLING_OUT);
+  EXPECT_EQ(applied.applied_by(), "tuner");
+  EXPECT_EQ(rollouts_->Get("")->source(), applied.id());
+  ASSERT_TRUE(RunRolloutUntil(weft::v1::ROLLOUT_PHASE_COMPLETED));
+  EXPECT_EQ(tuner_->Get(applied.id())->state(), weft::v1::TUNE_STATE_COMPLETED);
+  // Its mix is now the reference: the same jobs fire nothing more.
+  for (int i = 0; i < 10; ++i) Step();
+  EXPECT_EQ(tuner_->List().proposals_size(), 1);
+  EXPECT_EQ(Metric("weft_controller_tune_mix_divergence"), 0);
+}
+
 TEST_F(TuneManagerTest, AnOperatorsProposalIsWeighedByTheMixAndSaysSo) {
   UseAutomaticTuner(AutomaticOptions());
   PutPolicyInForce(5);
