@@ -153,6 +153,18 @@ absl::StatusOr<weft::v1::TuneScope> ParseTuneScope(const std::vector<std::string
   return scope;
 }
 
+// "request", "mix shift", "KPI regression": why the search started.
+std::string TriggerText(weft::v1::TuneTrigger trigger) {
+  switch (trigger) {
+    case weft::v1::TUNE_TRIGGER_MIX_SHIFT:
+      return "mix shift";
+    case weft::v1::TUNE_TRIGGER_KPI_REGRESSION:
+      return "KPI regression";
+    default:
+      return "request";
+  }
+}
+
 std::string FormatTuneProposal(const weft::v1::TuneProposal& p) {
   std::string out = absl::StrCat("proposal ", p.id(), "  ", State(p.state()), "  scope ",
                                  ScopeText(p.scope()), "\n");
@@ -166,6 +178,22 @@ std::string FormatTuneProposal(const weft::v1::TuneProposal& p) {
                       ? ""
                       : absl::StrCat(" in ", absl::StrFormat("%.1f", p.wall_ms() / 1000.0), " s"),
                   p.dry_run() ? " (dry run)" : "", "\n");
+  absl::StrAppend(&out, "trigger: ", TriggerText(p.trigger()),
+                  p.trigger_detail().empty() ? "" : absl::StrCat(" (", p.trigger_detail(), ")"),
+                  "\n");
+  if (!p.traffic_mix().empty()) {
+    std::vector<std::string> weights;
+    for (const weft::v1::TuneScenario& scenario : p.evidence()) {
+      if (scenario.weight() > 0) {
+        weights.push_back(absl::StrCat(scenario.scenario(), " ", Number(scenario.weight())));
+      }
+    }
+    absl::StrAppend(&out, "traffic mix: ", p.traffic_mix(),
+                    weights.empty() ? ""
+                                    : absl::StrCat("; scenario weights: ",
+                                                   absl::StrJoin(weights, ", ")),
+                    "\n");
+  }
   if (p.state() != weft::v1::TUNE_STATE_EVALUATING) {
     absl::StrAppend(&out, "score ", Number(p.score()),
                     p.score() > 0 ? " (better than the profile in force)" : "", "\n");
@@ -214,9 +242,10 @@ std::string FormatTuneProposal(const weft::v1::TuneProposal& p) {
 std::string FormatTuneHistory(const weft::v1::ListProposalsResponse& proposals) {
   if (proposals.proposals().empty()) return "no proposals\n";
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "STATE", "SCOPE", "SCORE", "EVALUATIONS", "CREATED", "ROLLOUT", "REASON"}};
+      {"ID", "STATE", "SCOPE", "TRIGGER", "SCORE", "EVALUATIONS", "CREATED", "ROLLOUT",
+       "REASON"}};
   for (const weft::v1::TuneProposal& p : proposals.proposals()) {
-    rows.push_back({p.id(), State(p.state()), ScopeText(p.scope()),
+    rows.push_back({p.id(), State(p.state()), ScopeText(p.scope()), TriggerText(p.trigger()),
                     p.state() == weft::v1::TUNE_STATE_EVALUATING ? "-" : Number(p.score()),
                     absl::StrCat(p.evaluations()), Time(p.created_us()),
                     p.rollout_id().empty() ? "-" : p.rollout_id(),

@@ -64,6 +64,22 @@ TEST(TuneCommandTest, AProposalShowsWhatItChangesItsEvidenceAndTheNextStep) {
   EXPECT_THAT(text, HasSubstr("+25.0%"));
   EXPECT_THAT(text, HasSubstr("not modelled (left as they are): rp_dce_tcp_rtt"));
   EXPECT_THAT(text, HasSubstr("weftctl tune apply tune-3"));
+  EXPECT_THAT(text, HasSubstr("trigger: request\n"));
+}
+
+TEST(TuneCommandTest, ATriggeredProposalSaysWhatFiredItAndTheMixItWeighed) {
+  weft::v1::TuneProposal p = Proposed();
+  p.set_trigger(weft::v1::TUNE_TRIGGER_MIX_SHIFT);
+  p.set_trigger_detail("traffic mix diverged 0.80 > 0.20 on 3 checks in a row");
+  p.set_traffic_mix("all_to_all 80%, all_reduce 20%");
+  p.mutable_evidence(0)->set_weight(0.75);
+  const std::string text = FormatTuneProposal(p);
+  EXPECT_THAT(text, HasSubstr("trigger: mix shift (traffic mix diverged 0.80 > 0.20"));
+  EXPECT_THAT(text, HasSubstr("traffic mix: all_to_all 80%, all_reduce 20%; scenario weights: "
+                              "all-reduce 0.75"));
+  weft::v1::ListProposalsResponse list;
+  *list.add_proposals() = p;
+  EXPECT_THAT(FormatTuneHistory(list), HasSubstr("mix shift"));
 }
 
 TEST(TuneCommandTest, ARolledBackProposalSaysWhyAndWhereItsRolloutIs) {
@@ -95,6 +111,8 @@ TEST(TuneCommandTest, HistoryHasARowPerProposal) {
   EXPECT_THAT(text, HasSubstr("tune-4"));
   EXPECT_THAT(text, HasSubstr("EVALUATING"));
   EXPECT_THAT(text, HasSubstr("cluster"));
+  EXPECT_THAT(text, HasSubstr("TRIGGER"));
+  EXPECT_THAT(text, HasSubstr("request"));
 }
 
 }  // namespace

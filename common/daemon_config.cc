@@ -107,6 +107,15 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   config.mutable_tuning()->set_max_evaluations(40);
   config.mutable_tuning()->set_max_wall_s(120);
   config.mutable_tuning()->set_seeds(3);
+  weft::v1::AutoTuneConfig* automatic = config.mutable_tuning()->mutable_automatic();
+  automatic->set_propose(false);
+  automatic->set_apply(false);
+  automatic->set_check_interval_s(60);
+  automatic->set_mix_shift_high(0.2);
+  automatic->set_mix_shift_low(0.1);
+  automatic->set_consecutive_checks(3);
+  automatic->set_kpi_regression(0.1);
+  automatic->set_cooldown_s(1800);
   weft::v1::PingmeshConfig* pingmesh = config.mutable_pingmesh();
   pingmesh->set_enabled(true);
   pingmesh->set_window_ms(250);
@@ -233,6 +242,22 @@ absl::Status ValidateControllerConfig(const weft::v1::ControllerConfig& config) 
                                 "), so no rule could ever fire"),
                    absl::StrCat("an integer from 1 to window_samples (",
                                 config.window_samples(), ")"));
+  }
+  const weft::v1::AutoTuneConfig& automatic = config.tuning().automatic();
+  // Without the section (a config built in code), the tuner's defaults apply.
+  if (config.tuning().has_automatic() &&
+      automatic.mix_shift_low() >= automatic.mix_shift_high()) {
+    return Invalid(kControllerContext, "tuning.automatic.mix_shift_low",
+                   absl::StrCat("value '", automatic.mix_shift_low(),
+                                "' is not below mix_shift_high (", automatic.mix_shift_high(),
+                                "), so the trigger could not re-arm between shifts"),
+                   absl::StrCat("a number from 0 to below mix_shift_high (",
+                                automatic.mix_shift_high(), ")"));
+  }
+  if (automatic.apply() && !automatic.propose()) {
+    return Invalid(kControllerContext, "tuning.automatic.apply",
+                   "value 'true' without propose, so there would be nothing to apply",
+                   "false, or propose: true as well");
   }
   return absl::OkStatus();
 }

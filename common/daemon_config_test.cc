@@ -18,6 +18,7 @@
 namespace weft {
 namespace {
 
+using ::testing::HasSubstr;
 using ::weft::v1::AgentConfig;
 using ::weft::v1::ControllerConfig;
 
@@ -90,6 +91,27 @@ TEST(DaemonConfigTest, ConsecutiveSamplesMustFitTheWindow) {
             "to window_samples (5)");
   config.mutable_health()->set_consecutive_samples(5);
   EXPECT_TRUE(ValidateControllerConfig(config).ok());
+}
+
+TEST(DaemonConfigTest, AutomaticTuningIsOffByDefaultAndItsThresholdsMustNest) {
+  ControllerConfig config = DefaultControllerConfig();
+  EXPECT_FALSE(config.tuning().automatic().propose());
+  EXPECT_FALSE(config.tuning().automatic().apply());
+  v1::AutoTuneConfig* automatic = config.mutable_tuning()->mutable_automatic();
+  automatic->set_mix_shift_low(0.2);
+  EXPECT_EQ(ValidateControllerConfig(config).message(),
+            "controller config: field 'tuning.automatic.mix_shift_low': value '0.2' is not "
+            "below mix_shift_high (0.2), so the trigger could not re-arm between shifts; "
+            "accepted: a number from 0 to below mix_shift_high (0.2)");
+  automatic->set_mix_shift_low(0.1);
+  automatic->set_apply(true);
+  EXPECT_THAT(std::string(ValidateControllerConfig(config).message()),
+              HasSubstr("'tuning.automatic.apply': value 'true' without propose"));
+  automatic->set_propose(true);
+  EXPECT_TRUE(ValidateControllerConfig(config).ok());
+  automatic->set_mix_shift_high(1.5);
+  EXPECT_THAT(std::string(ValidateControllerConfig(config).message()),
+              HasSubstr("tuning.automatic.mix_shift_high"));
 }
 
 TEST(DaemonConfigTest, HealthSectionIsStrict) {

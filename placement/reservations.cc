@@ -120,10 +120,16 @@ absl::StatusOr<PlacementResponse> ReservationBook::Renew(absl::string_view reser
 }
 
 std::vector<PlacementResponse> ReservationBook::List() const {
-  absl::MutexLock lock(&mu_);
   std::vector<PlacementResponse> out;
+  for (Placed& live : ListWithRequests()) out.push_back(std::move(live.response));
+  return out;
+}
+
+std::vector<ReservationBook::Placed> ReservationBook::ListWithRequests() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<Placed> out;
   for (const auto& [sequence, entry] : entries_) {
-    if (LiveLocked(entry)) out.push_back(entry.response);
+    if (LiveLocked(entry)) out.push_back({entry.request, entry.response});
   }
   return out;
 }

@@ -84,6 +84,14 @@ class ReservationBook {
   // The live reservations, oldest first.
   std::vector<weft::v1::PlacementResponse> List() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The same, each with the request it was placed for (what the job declared of its
+  // traffic: pattern or parallelism, bytes per iteration, QoS class).
+  struct Placed {
+    weft::v1::PlacementRequest request;  // lease_ttl_s cleared
+    weft::v1::PlacementResponse response;
+  };
+  std::vector<Placed> ListWithRequests() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // The nodes of live reservations, as occupancy entries of their jobs.
   weft::v1::Occupancy Reserved() const ABSL_LOCKS_EXCLUDED(mu_);
 

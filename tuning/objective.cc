@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace weft::tuning {
@@ -28,7 +29,7 @@ void Spread(const std::vector<ScenarioMetrics>& runs, Field field, ScenarioMetri
 double Score(const std::vector<ScenarioEvaluation>& candidate,
              const std::vector<ScenarioEvaluation>& baseline, const ObjectiveWeights& w) {
   if (candidate.empty() || candidate.size() != baseline.size()) return 0;
-  double total = 0;
+  double total = 0, total_weight = 0;
   // The primary metrics' terms: losses weigh regression_penalty times.
   auto primary = [&](double weight, double gain) {
     return weight * (gain < 0 ? w.regression_penalty * gain : gain);
@@ -56,15 +57,23 @@ double Score(const std::vector<ScenarioEvaluation>& candidate,
                  primary(w.busbw, LogGain(c.busbw_gbytes_per_s, b.busbw_gbytes_per_s));
         break;
     }
-    total += score;
+    total += candidate[s].weight * score;
+    total_weight += candidate[s].weight;
   }
-  return total / candidate.size();
+  return total_weight > 0 ? total / total_weight : 0;
 }
 
 absl::StatusOr<Evaluator> Evaluator::Create(EvaluatorOptions options,
                                             const weft::v1::DcqcnParams& baseline) {
   if (options.scenarios.empty()) {
     return absl::InvalidArgumentError("scenarios is empty: accepted at least one scenario");
+  }
+  for (const Scenario& scenario : options.scenarios) {
+    if (!(scenario.weight >= 0 && std::isfinite(scenario.weight))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scenario '", scenario.name, "' has weight ", scenario.weight,
+          ": accepted a finite weight >= 0"));
+    }
   }
   if (options.seeds.empty()) return absl::InvalidArgumentError("seeds is empty: accepted at least one seed");
   Evaluator evaluator(std::move(options));
@@ -80,6 +89,7 @@ absl::StatusOr<std::vector<ScenarioEvaluation>> Evaluator::RunAll(
     ScenarioEvaluation e;
     e.scenario = scenario.name;
     e.kind = scenario.kind;
+    e.weight = scenario.weight;
     for (uint64_t seed : options_.seeds) {
       ASSIGN_OR_RETURN(ScenarioMetrics m, RunScenario(scenario, options_.fabric, profile, seed));
       e.per_seed.push_back(m);

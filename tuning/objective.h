@@ -9,7 +9,8 @@
 // same on every scenario; the pause share adds weight·(baseline − candidate) in points of
 // time, fairness weight·(candidate − baseline)/baseline; a loss in bus bandwidth,
 // completion or p99 FCT counts regression_penalty times. Scenario means over the seeds
-// are compared, and the score is the mean over scenarios.
+// are compared, and the score is the mean over scenarios weighted by Scenario::weight
+// (equal by default; tuning/traffic_mix.h weighs them by the running jobs' traffic).
 //
 // Evaluator runs the scenarios and counts evaluations. Not thread-safe (one search owns
 // one); the functions are pure and thread-safe.
@@ -45,6 +46,7 @@ struct ObjectiveWeights {
 struct ScenarioEvaluation {
   std::string scenario;
   ScenarioKind kind = ScenarioKind::kIncast;
+  double weight = 1;  // the scenario's (Scenario::weight)
   std::vector<ScenarioMetrics> per_seed;
   ScenarioMetrics mean;
   ScenarioMetrics stddev;  // over the seeds (population)

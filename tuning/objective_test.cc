@@ -45,6 +45,29 @@ TEST(ScoreTest, WeighsEachScenariosMetricsAndPenalisesLosses) {
               w.completion * std::log(2), 1e-12);
 }
 
+TEST(ScoreTest, ScenarioWeightsMakeAWeightedMean) {
+  const ObjectiveWeights w;
+  const ScenarioMetrics base{.busbw_gbytes_per_s = 20, .completion_us = 1000};
+  ScenarioMetrics better = base;
+  better.completion_us = 500;  // the all-to-all gains log 2; the all-reduce nothing
+  std::vector<ScenarioEvaluation> baseline = {With(ScenarioKind::kAllReduce, base),
+                                              With(ScenarioKind::kAllToAll, base)};
+  std::vector<ScenarioEvaluation> candidate = {With(ScenarioKind::kAllReduce, better),
+                                               With(ScenarioKind::kAllToAll, better)};
+  EXPECT_NEAR(Score(candidate, baseline, w), w.completion * std::log(2) / 2, 1e-12);
+  candidate[0].weight = 0.5;
+  candidate[1].weight = 1.5;
+  EXPECT_NEAR(Score(candidate, baseline, w), w.completion * std::log(2) * 1.5 / 2, 1e-12);
+}
+
+TEST(EvaluatorTest, RefusesANegativeScenarioWeight) {
+  EvaluatorOptions options;
+  options.scenarios = {{"incast 4→1", ScenarioKind::kIncast, 4, -1}};
+  options.seeds = {1};
+  EXPECT_THAT(std::string(Evaluator::Create(options, sim::FirmwareDefaultCcParams()).status().message()),
+              HasSubstr("weight -1"));
+}
+
 TEST(EvaluatorTest, CountsEvaluationsAndRefusesNoSeeds) {
   EvaluatorOptions options;
   options.scenarios = {{"incast 4→1", ScenarioKind::kIncast, 4}};

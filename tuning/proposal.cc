@@ -44,7 +44,7 @@ std::vector<ScenarioEvidence> Evidence(const ProfileEvaluation& candidate,
   for (size_t s = 0; s < candidate.scenarios.size() && s < baseline.scenarios.size(); ++s) {
     const ScenarioEvaluation& c = candidate.scenarios[s];
     const ScenarioEvaluation& b = baseline.scenarios[s];
-    ScenarioEvidence e{c.scenario, static_cast<int>(c.per_seed.size()), {}};
+    ScenarioEvidence e{c.scenario, static_cast<int>(c.per_seed.size()), {}, c.weight};
     if (c.kind == ScenarioKind::kAllReduce || c.kind == ScenarioKind::kMixed) {
       e.metrics.push_back(
           Metric("all-reduce busbw (GB/s)", true, &ScenarioMetrics::busbw_gbytes_per_s, c, b));

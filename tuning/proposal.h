@@ -66,6 +66,7 @@ struct ScenarioEvidence {
   std::string scenario;
   int seeds = 0;
   std::vector<MetricEvidence> metrics;
+  double weight = 1;  // in the score (Scenario::weight)
 };
 
 struct Proposal {

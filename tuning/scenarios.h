@@ -50,6 +50,9 @@ struct Scenario {
   std::string name;
   ScenarioKind kind = ScenarioKind::kIncast;
   int incast_senders = 4;  // kIncast only
+  // Its share of the objective against the other scenarios' (tuning/traffic_mix.h
+  // WeighScenarios derives them from the running jobs' traffic); 1 each: equal shares.
+  double weight = 1;
 };
 
 // The four kinds of the issue (incast counted in its 4→1 and 8→1 forms).

@@ -243,6 +243,20 @@ weft::v1::ListJobsResponse PlacementManager::ListJobs() {
   return out;
 }
 
+std::vector<PlacementManager::PlacedJob> PlacementManager::ListPlacedJobs() {
+  std::vector<placement::ReservationBook::Placed> live = book_.ListWithRequests();
+  absl::flat_hash_set<std::string> live_ids;
+  for (const auto& placed : live) live_ids.insert(placed.response.reservation_id());
+  progress_.RetainOnly(live_ids);
+  std::vector<PlacedJob> out;
+  for (auto& placed : live) {
+    std::optional<weft::v1::JobProgress> progress =
+        progress_.Latest(placed.response.reservation_id());
+    out.push_back({std::move(placed.request), std::move(placed.response), std::move(progress)});
+  }
+  return out;
+}
+
 weft::v1::GetTopologyResponse PlacementManager::GetTopology() const {
   InventorySnapshot snapshot = Snapshot();
   weft::v1::GetTopologyResponse out;

@@ -33,6 +33,8 @@
 #define WEFT_CONTROLLER_PLACEMENT_PLACEMENT_MANAGER_H_
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -92,6 +94,16 @@ class PlacementManager {
   // Every live reservation, oldest first, with its newest progress (unset before the
   // first report) and the congestion on its nodes now.
   weft::v1::ListJobsResponse ListJobs();
+
+  // Every live reservation, oldest first, with the request it was placed for and its
+  // newest progress (nullopt before the first report): what the tuner reads of the
+  // running jobs' traffic and KPIs.
+  struct PlacedJob {
+    weft::v1::PlacementRequest request;
+    weft::v1::PlacementResponse reservation;
+    std::optional<weft::v1::JobProgress> progress;
+  };
+  std::vector<PlacedJob> ListPlacedJobs();
 
   // The snapshot placement would use now, and the registered nodes it leaves out.
   weft::v1::GetTopologyResponse GetTopology() const;

@@ -280,6 +280,35 @@ TEST_F(PlacementManagerTest, LeasesExpireByTheClockAndRenewExtendsThem) {
   EXPECT_EQ(manager_.Renew("", 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(PlacementManagerTest, PlacedJobsCarryTheirDeclaredTrafficAndProgress) {
+  RegisterSixNodes();
+  PlacementRequest moe = Nodes("moe", 2);
+  moe.set_alltoall_bytes(1'000'000);
+  moe.set_lease_ttl_s(60);
+  absl::StatusOr<PlacementResponse> placed = manager_.Place(moe);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  ASSERT_TRUE(manager_.Place(Nodes("llm", 2)).ok());
+  weft::v1::JobProgress progress;
+  progress.set_iteration_s(0.6);
+  progress.set_first_iteration_s(0.5);
+  ASSERT_TRUE(manager_.ReportJobProgress(placed->reservation_id(), progress).ok());
+
+  std::vector<PlacementManager::PlacedJob> jobs = manager_.ListPlacedJobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].request.job_id(), "moe");
+  EXPECT_EQ(jobs[0].request.alltoall_bytes(), 1'000'000u);
+  EXPECT_EQ(jobs[0].reservation.reservation_id(), placed->reservation_id());
+  ASSERT_TRUE(jobs[0].progress.has_value());
+  EXPECT_DOUBLE_EQ(jobs[0].progress->first_iteration_s(), 0.5);
+  EXPECT_EQ(jobs[1].request.job_id(), "llm");
+  EXPECT_FALSE(jobs[1].progress.has_value());
+
+  clock_.Advance(absl::Seconds(61));  // the MoE job's lease ends
+  jobs = manager_.ListPlacedJobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].request.job_id(), "llm");
+}
+
 TEST_F(PlacementManagerTest, JobSeriesFollowReportsAndLeaveWithTheReservation) {
   RegisterSixNodes();
   PlacementRequest request = Nodes("llm-7b", 2);

@@ -11,6 +11,7 @@
 #include "security/credentials.h"
 #include "security/tokens.h"
 #include "store/sqlite_rollout_store.h"
+#include "tuning/traffic_mix.h"
 
 namespace weft::controller {
 namespace {
@@ -33,7 +34,38 @@ TuneManagerOptions TuneOptions(const weft::v1::TuningConfig& config) {
     options.evaluation.seeds.clear();
     for (uint32_t seed = 1; seed <= config.seeds(); ++seed) options.evaluation.seeds.push_back(seed);
   }
+  if (config.has_automatic()) {  // validated: thresholds nest, apply needs propose
+    const weft::v1::AutoTuneConfig& automatic = config.automatic();
+    options.auto_propose = automatic.propose();
+    options.auto_apply = automatic.apply();
+    if (automatic.check_interval_s() > 0) {
+      options.check_interval = absl::Seconds(automatic.check_interval_s());
+    }
+    if (automatic.mix_shift_high() > 0) {
+      options.trigger.mix_shift_high = automatic.mix_shift_high();
+      options.trigger.mix_shift_low = automatic.mix_shift_low();
+    }
+    if (automatic.consecutive_checks() > 0) {
+      options.trigger.consecutive_checks = static_cast<int>(automatic.consecutive_checks());
+    }
+    if (automatic.kpi_regression() > 0) options.trigger.kpi_regression = automatic.kpi_regression();
+    options.trigger.cooldown = absl::Seconds(automatic.cooldown_s());
+  }
   return options;
+}
+
+// The running jobs as the tuner reads them: each reservation's declared traffic, and
+// the KPI (newest iteration against the first) of those that reported.
+RunningJobs RunningJobsOf(PlacementManager* placement) {
+  RunningJobs jobs;
+  for (const PlacementManager::PlacedJob& job : placement->ListPlacedJobs()) {
+    jobs.traffic.push_back(tuning::DeclaredTraffic(job.request, job.reservation));
+    if (job.progress) {
+      jobs.kpis.push_back({.iteration_s = job.progress->iteration_s(),
+                           .baseline_s = job.progress->first_iteration_s()});
+    }
+  }
+  return jobs;
 }
 
 // The rollout records' home: the controller's database, or memory without one.
@@ -119,7 +151,8 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       rollouts_(&inventory_, &desired_state_, rollout_store_.get(), &rollout_metrics_, clock_),
       rollout_service_(&rollouts_),
       tune_metrics_(*registry_),
-      tuner_(&rollouts_, &tune_metrics_, clock_, TuneOptions(config_.tuning())),
+      tuner_(&rollouts_, &tune_metrics_, clock_, TuneOptions(config_.tuning()),
+             [this] { return RunningJobsOf(&placement_); }),
       tune_service_(&tuner_),
       pingmesh_service_(&pingmesh_),
       rendezvous_service_(clock_, *registry_, RendezvousOptions(config_)),

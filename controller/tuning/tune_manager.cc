@@ -87,8 +87,23 @@ void CopyEvidence(const tuning::Proposal& found, TuneProposal& out) {
       m->set_candidate_stddev(metric.candidate_stddev);
     }
   }
+  for (int i = 0; i < out.evidence_size() && i < static_cast<int>(found.evidence.size()); ++i) {
+    out.mutable_evidence(i)->set_weight(found.evidence[i].weight);
+  }
   out.clear_not_modelled();
   for (const std::string& name : found.not_modelled) out.add_not_modelled(name);
+}
+
+weft::v1::TuneTrigger TriggerOf(tuning::TriggerReason reason) {
+  switch (reason) {
+    case tuning::TriggerReason::kMixShift:
+      return weft::v1::TUNE_TRIGGER_MIX_SHIFT;
+    case tuning::TriggerReason::kKpiRegression:
+      return weft::v1::TUNE_TRIGGER_KPI_REGRESSION;
+    case tuning::TriggerReason::kNone:
+      break;
+  }
+  return weft::v1::TUNE_TRIGGER_UNSPECIFIED;
 }
 
 }  // namespace
@@ -107,8 +122,20 @@ std::string ScopeKey(const TuneScope& scope) {
 }
 
 TuneManager::TuneManager(RolloutManager* rollouts, TuneMetrics* metrics, const Clock* clock,
-                         TuneManagerOptions options)
-    : rollouts_(rollouts), metrics_(metrics), clock_(clock), options_(std::move(options)) {}
+                         TuneManagerOptions options, RunningJobsSource jobs)
+    : rollouts_(rollouts),
+      metrics_(metrics),
+      clock_(clock),
+      options_(std::move(options)),
+      jobs_(std::move(jobs)) {
+  absl::StatusOr<tuning::Trigger> trigger = tuning::Trigger::Create(options_.trigger);
+  if (!trigger.ok()) {
+    WEFT_LOG(ERROR) << "tune trigger off: " << trigger.status().message();
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  trigger_ = *std::move(trigger);
+}
 
 TuneManager::~TuneManager() {
   stopping_ = true;
@@ -154,14 +181,22 @@ absl::StatusOr<TuneProposal> TuneManager::Propose(const weft::v1::ProposeRequest
                      "of ", absl::ToInt64Seconds(options_.max_wall), " s"));
   }
   RETURN_IF_ERROR(ValidateScope(request.scope()));
+  Origin origin;
+  origin.mix = CurrentMix();
   std::thread finished;  // a search that ended: joined outside the lock
-  absl::StatusOr<TuneProposal> started = StartSearch(request, requested_by, &finished);
+  absl::StatusOr<TuneProposal> started = StartSearch(request, requested_by, origin, &finished);
   if (finished.joinable()) finished.join();
   return started;
 }
 
+tuning::TrafficMix TuneManager::CurrentMix() const {
+  if (!jobs_) return {};
+  return tuning::MixOf(jobs_().traffic);
+}
+
 absl::StatusOr<TuneProposal> TuneManager::StartSearch(const weft::v1::ProposeRequest& request,
                                                         const std::string& requested_by,
+                                                        const Origin& origin,
                                                         std::thread* finished) {
   absl::MutexLock lock(&mu_);
   if (searching_) {
@@ -173,6 +208,8 @@ absl::StatusOr<TuneProposal> TuneManager::StartSearch(const weft::v1::ProposeReq
   Entry entry;
   entry.policy = std::move(policy);
   entry.scope_key = ScopeKey(request.scope());
+  entry.mix = origin.mix;
+  entry.scenarios = tuning::WeighScenarios(origin.mix, options_.evaluation.scenarios);
   TuneProposal& proposal = entry.proposal;
   proposal.set_id(absl::StrCat("tune-", next_id_++));
   proposal.set_state(weft::v1::TUNE_STATE_EVALUATING);
@@ -186,6 +223,9 @@ absl::StatusOr<TuneProposal> TuneManager::StartSearch(const weft::v1::ProposeReq
                                                               : request.max_evaluations());
   proposal.set_profile_name(proposal.id());
   proposal.set_requested_by(requested_by);
+  proposal.set_trigger(origin.trigger);
+  proposal.set_trigger_detail(origin.detail);
+  proposal.set_traffic_mix(tuning::FormatMix(origin.mix));
   proposal.set_created_us(absl::ToUnixMicros(clock_->Now()));
   const absl::Duration max_wall =
       request.max_wall_s() == 0 ? options_.max_wall : absl::Seconds(request.max_wall_s());
@@ -203,7 +243,9 @@ absl::StatusOr<TuneProposal> TuneManager::StartSearch(const weft::v1::ProposeReq
   metrics_->SearchStarted();
   worker_ = std::thread(&TuneManager::RunSearch, this, entries_.back().proposal.id());
   WEFT_LOG(INFO) << "tune search started id=" << entries_.back().proposal.id()
-                 << " scope=\"" << entries_.back().scope_key << "\" by=" << requested_by;
+                 << " scope=\"" << entries_.back().scope_key << "\" by=" << requested_by
+                 << " trigger=" << weft::v1::TuneTrigger_Name(origin.trigger) << " mix=\""
+                 << entries_.back().proposal.traffic_mix() << "\"";
   return entries_.back().proposal;
 }
 
@@ -219,11 +261,12 @@ void TuneManager::RunSearch(std::string id) {
     request.search.seed = entry->proposal.seed();
     request.search.max_evaluations = static_cast<int>(entry->proposal.max_evaluations());
     request.search.max_wall = absl::Milliseconds(entry->proposal.wall_ms());
+    request.evaluation = options_.evaluation;
+    request.evaluation.scenarios = entry->scenarios;
     if (entry->proposal.strategy() == weft::v1::TUNE_STRATEGY_ANNEALING) {
       strategy = tuning::Strategy::kSimulatedAnnealing;
     }
   }
-  request.evaluation = options_.evaluation;
   const StoppableClock clock(clock_, &stopping_);
   request.search.clock = &clock;
   absl::StatusOr<tuning::Proposal> found = tuning::Tune(request, strategy);
@@ -246,6 +289,7 @@ void TuneManager::RunSearch(std::string id) {
       proposal.set_state(weft::v1::TUNE_STATE_NO_BETTER);
       proposal.set_reason("no candidate beat the profile in force in the twin");
       result = "no_better";
+      TunedFor(*entry);
     } else if (found->score <= model_error) {
       proposal.set_state(weft::v1::TUNE_STATE_NO_BETTER);
       proposal.set_reason(absl::StrFormat(
@@ -253,6 +297,7 @@ void TuneManager::RunSearch(std::string id) {
           "fabric rolled back scored that much)",
           found->score, model_error, entry->scope_key));
       result = "no_better";
+      TunedFor(*entry);
     } else if (proposal.dry_run()) {
       proposal.set_state(weft::v1::TUNE_STATE_DRY_RUN);
       result = "dry_run";
@@ -318,34 +363,93 @@ absl::StatusOr<TuneProposal> TuneManager::Apply(const std::string& id,
   return proposal;
 }
 
+void TuneManager::TunedFor(const Entry& entry) {
+  // A scoped proposal's profile does not run the whole cluster; an empty mix says nothing.
+  if (trigger_ && entry.scope_key == "cluster" && !entry.mix.empty()) {
+    trigger_->SetReference(entry.mix);
+  }
+}
+
 void TuneManager::Tick() {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<weft::v1::Policy> in_force = rollouts_->PolicyInForce();
-  for (Entry& entry : entries_) {
-    TuneProposal& proposal = entry.proposal;
-    if (proposal.state() == weft::v1::TUNE_STATE_ROLLING_OUT) {
-      absl::StatusOr<weft::v1::Rollout> rollout = rollouts_->Get(proposal.rollout_id());
-      if (!rollout.ok()) continue;
-      if (rollout->phase() == weft::v1::ROLLOUT_PHASE_COMPLETED) {
-        proposal.set_state(weft::v1::TUNE_STATE_COMPLETED);
-        metrics_->RolloutEnded("completed");
-      } else if (rollout->phase() == weft::v1::ROLLOUT_PHASE_ROLLED_BACK ||
-                 rollout->phase() == weft::v1::ROLLOUT_PHASE_ABORTED) {
-        proposal.set_state(weft::v1::TUNE_STATE_ROLLED_BACK);
-        proposal.set_reason(rollout->reason());
-        // The twin promised this much and the live fabric did not confirm it.
-        proposal.set_model_error(proposal.score());
-        metrics_->RolloutEnded("rolled_back");
-        WEFT_LOG(WARNING) << "tune proposal rolled back id=" << proposal.id()
-                          << " scope=\"" << entry.scope_key << "\" model_error="
-                          << proposal.score() << " reason=\"" << rollout->reason() << "\"";
+  std::vector<std::string> to_apply;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<weft::v1::Policy> in_force = rollouts_->PolicyInForce();
+    for (Entry& entry : entries_) {
+      TuneProposal& proposal = entry.proposal;
+      if (proposal.state() == weft::v1::TUNE_STATE_ROLLING_OUT) {
+        absl::StatusOr<weft::v1::Rollout> rollout = rollouts_->Get(proposal.rollout_id());
+        if (!rollout.ok()) continue;
+        if (rollout->phase() == weft::v1::ROLLOUT_PHASE_COMPLETED) {
+          proposal.set_state(weft::v1::TUNE_STATE_COMPLETED);
+          metrics_->RolloutEnded("completed");
+          TunedFor(entry);
+        } else if (rollout->phase() == weft::v1::ROLLOUT_PHASE_ROLLED_BACK ||
+                   rollout->phase() == weft::v1::ROLLOUT_PHASE_ABORTED) {
+          proposal.set_state(weft::v1::TUNE_STATE_ROLLED_BACK);
+          proposal.set_reason(rollout->reason());
+          // The twin promised this much and the live fabric did not confirm it.
+          proposal.set_model_error(proposal.score());
+          metrics_->RolloutEnded("rolled_back");
+          WEFT_LOG(WARNING) << "tune proposal rolled back id=" << proposal.id()
+                            << " scope=\"" << entry.scope_key << "\" model_error="
+                            << proposal.score() << " reason=\"" << rollout->reason() << "\"";
+        }
+      } else if (proposal.state() == weft::v1::TUNE_STATE_PROPOSED && in_force.ok() &&
+                 !google::protobuf::util::MessageDifferencer::Equals(*in_force, entry.policy)) {
+        proposal.set_state(weft::v1::TUNE_STATE_SUPERSEDED);
+        proposal.set_reason(
+            "another policy was rolled out after the search; propose again against it");
+      } else if (proposal.state() == weft::v1::TUNE_STATE_PROPOSED && options_.auto_apply &&
+                 proposal.trigger() != weft::v1::TUNE_TRIGGER_ON_REQUEST &&
+                 !entry.auto_apply_tried) {
+        entry.auto_apply_tried = true;  // once: a refusal is left to an operator
+        to_apply.push_back(proposal.id());
       }
-    } else if (proposal.state() == weft::v1::TUNE_STATE_PROPOSED && in_force.ok() &&
-               !google::protobuf::util::MessageDifferencer::Equals(*in_force, entry.policy)) {
-      proposal.set_state(weft::v1::TUNE_STATE_SUPERSEDED);
-      proposal.set_reason(
-          "another policy was rolled out after the search; propose again against it");
     }
+  }
+  for (const std::string& id : to_apply) {
+    absl::StatusOr<TuneProposal> applied = Apply(id, "tuner");
+    if (!applied.ok()) {
+      WEFT_LOG(WARNING) << "tune automatic apply refused id=" << id << " reason=\""
+                        << applied.status().message() << "\"";
+    }
+  }
+  CheckTrigger();
+}
+
+void TuneManager::CheckTrigger() {
+  if (!jobs_) return;
+  const absl::Time now = clock_->Now();
+  {
+    absl::MutexLock lock(&mu_);
+    // While a search runs a firing could not start one; the check waits for it.
+    if (!trigger_ || searching_ || now < next_check_) return;
+    next_check_ = now + options_.check_interval;
+  }
+  const RunningJobs jobs = jobs_();  // outside the lock: the placement side takes its own
+  Origin origin;
+  origin.mix = tuning::MixOf(jobs.traffic);
+  tuning::TriggerDecision decision;
+  {
+    absl::MutexLock lock(&mu_);
+    decision = trigger_->Check(now, origin.mix, jobs.kpis);
+  }
+  if (decision.divergence) metrics_->MixDivergence(*decision.divergence);
+  if (decision.fired == tuning::TriggerReason::kNone) return;
+  metrics_->TriggerFired(tuning::TriggerReasonName(decision.fired));
+  WEFT_LOG(INFO) << "tune trigger fired reason=" << tuning::TriggerReasonName(decision.fired)
+                 << " propose=" << options_.auto_propose << " detail=\"" << decision.detail
+                 << "\"";
+  if (!options_.auto_propose) return;
+  origin.trigger = TriggerOf(decision.fired);
+  origin.detail = decision.detail;
+  std::thread finished;
+  absl::StatusOr<TuneProposal> started =
+      StartSearch(weft::v1::ProposeRequest(), "tuner", origin, &finished);
+  if (finished.joinable()) finished.join();
+  if (!started.ok()) {
+    WEFT_LOG(WARNING) << "tune trigger could not start a search: " << started.status().message();
   }
 }
 

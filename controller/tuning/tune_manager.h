@@ -11,6 +11,16 @@
 // as the model's error for its scope; a later proposal for the same scope must beat the
 // baseline by more than the largest such error, or it ends NO_BETTER saying so.
 //
+// Automatic proposals (tuning/trigger.h): every check_interval, when no search runs,
+// Tick reads the running jobs (their declared traffic and KPIs, through the narrow
+// RunningJobsSource the composition root gives it), feeds the Trigger, counts a firing by
+// reason, and with auto_propose starts a whole-cluster search recording the trigger and
+// what it saw; with auto_apply a triggered proposal that ends PROPOSED is applied once
+// through Apply, as an operator would. Every search, on request or triggered, weighs its
+// scenarios by the traffic mix at its start (tuning::WeighScenarios). The trigger's
+// reference, the mix the profile in force was tuned for, moves to a proposal's mix when
+// its rollout completes or when its search found nothing better than the profile in force.
+//
 // Proposals live in memory (the newest `history` of them): a restarted controller has
 // none, while the rollouts they started are durable as every rollout is.
 //
@@ -27,8 +37,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +55,8 @@
 #include "proto/weft/v1/policy.pb.h"
 #include "proto/weft/v1/tune.pb.h"
 #include "tuning/objective.h"
+#include "tuning/traffic_mix.h"
+#include "tuning/trigger.h"
 
 namespace weft::controller {
 
@@ -52,13 +66,31 @@ struct TuneManagerOptions {
   // Scenarios, seeds and objective weights every candidate is evaluated on.
   tuning::EvaluatorOptions evaluation;
   size_t history = 100;  // proposals kept
+  // Automatic proposals (ControllerConfig.tuning.automatic).
+  tuning::TriggerOptions trigger;
+  absl::Duration check_interval = absl::Minutes(1);
+  bool auto_propose = false;
+  bool auto_apply = false;  // needs auto_propose
 };
+
+// What the tuner reads of the running jobs: each one's declared traffic
+// (tuning::DeclaredTraffic of its reservation) and, for those that reported progress,
+// its KPI. The composition root reads them from the PlacementManager.
+struct RunningJobs {
+  std::vector<tuning::JobTraffic> traffic;
+  std::vector<tuning::JobKpi> kpis;
+};
+using RunningJobsSource = std::function<RunningJobs()>;
 
 class TuneManager {
  public:
-  // `rollouts`, `metrics` and `clock` outlive the manager.
+  // `rollouts`, `metrics` and `clock` outlive the manager. `jobs` is called from Tick
+  // and Propose without this manager's lock held; null: no jobs are known (equal
+  // scenario weights, no automatic proposals). Options the trigger refuses
+  // (tuning::ValidateTriggerOptions; the config's validation refuses them first) leave
+  // automatic proposals off, logged as an error.
   TuneManager(RolloutManager* rollouts, TuneMetrics* metrics, const Clock* clock,
-              TuneManagerOptions options);
+              TuneManagerOptions options, RunningJobsSource jobs = nullptr);
   ~TuneManager();
   TuneManager(const TuneManager&) = delete;
   TuneManager& operator=(const TuneManager&) = delete;
@@ -81,8 +113,9 @@ class TuneManager {
                                                const std::string& applied_by)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Follows applied proposals' rollouts and marks stale ones SUPERSEDED. The
-  // controller's ticker calls it.
+  // Follows applied proposals' rollouts, marks stale ones SUPERSEDED, applies a
+  // triggered PROPOSED one with auto_apply, and checks the trigger when a check is due.
+  // The controller's ticker calls it.
   void Tick() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits until no search runs (tests, shutdown).
@@ -93,12 +126,28 @@ class TuneManager {
     weft::v1::TuneProposal proposal;
     weft::v1::Policy policy;  // the policy in force when the search started
     std::string scope_key;
+    tuning::TrafficMix mix;                  // the running jobs' at the start
+    std::vector<tuning::Scenario> scenarios;  // weighed by `mix`
+    bool auto_apply_tried = false;
+  };
+  // Why a search starts and the mix it weighs its scenarios by.
+  struct Origin {
+    weft::v1::TuneTrigger trigger = weft::v1::TUNE_TRIGGER_ON_REQUEST;
+    std::string detail;
+    tuning::TrafficMix mix;
   };
 
   absl::StatusOr<weft::v1::TuneProposal> StartSearch(const weft::v1::ProposeRequest& request,
                                                        const std::string& requested_by,
+                                                       const Origin& origin,
                                                        std::thread* finished)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The running jobs' mix now (empty without a source).
+  tuning::TrafficMix CurrentMix() const ABSL_LOCKS_EXCLUDED(mu_);
+  void CheckTrigger() ABSL_LOCKS_EXCLUDED(mu_);
+  // The profile in force is now the best known for the entry's mix: the trigger's
+  // reference when the entry was for the whole cluster.
+  void TunedFor(const Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunSearch(std::string id) ABSL_LOCKS_EXCLUDED(mu_);
   Entry* FindLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The largest score the live fabric refused for `scope_key` (0: none yet).
@@ -108,12 +157,15 @@ class TuneManager {
   TuneMetrics* const metrics_;
   const Clock* const clock_;
   const TuneManagerOptions options_;
+  const RunningJobsSource jobs_;
 
   mutable absl::Mutex mu_;
   std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);  // oldest first
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool searching_ ABSL_GUARDED_BY(mu_) = false;
   std::thread worker_ ABSL_GUARDED_BY(mu_);
+  std::optional<tuning::Trigger> trigger_ ABSL_GUARDED_BY(mu_);  // unset: no automatic checks
+  absl::Time next_check_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Set by the destructor: the search's clock reads the infinite future, so its wall-time
   // bound stops it at the next evaluation.
   std::atomic<bool> stopping_{false};

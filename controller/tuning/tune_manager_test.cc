@@ -69,6 +69,41 @@ TuneManagerOptions SmallOptions() {
   return options;
 }
 
+// Automatic proposals checked every second, on a 4→1 incast, a ring all-reduce and a
+// MoE all-to-all (one seed, a short search: what matters here is when it starts and what
+// it weighs).
+TuneManagerOptions AutomaticOptions() {
+  TuneManagerOptions options;
+  options.max_evaluations = 3;
+  options.evaluation.scenarios = {
+      {.name = "incast 4→1", .kind = tuning::ScenarioKind::kIncast, .incast_senders = 4},
+      {.name = "all-reduce", .kind = tuning::ScenarioKind::kAllReduce},
+      {.name = "MoE all-to-all", .kind = tuning::ScenarioKind::kAllToAll}};
+  options.evaluation.seeds = {1};
+  options.check_interval = absl::Seconds(1);
+  options.trigger = {.mix_shift_high = 0.2, .mix_shift_low = 0.1, .consecutive_checks = 3,
+                     .kpi_regression = 0.1, .cooldown = absl::Seconds(10)};
+  options.auto_propose = true;
+  return options;
+}
+
+// A placed job's declared traffic, as the composition root reads it from a reservation.
+tuning::JobTraffic Job(int ranks, uint64_t gradient_bytes, uint64_t alltoall_bytes) {
+  weft::v1::PlacementRequest request;
+  request.set_gradient_bytes(gradient_bytes);
+  request.set_alltoall_bytes(alltoall_bytes);
+  weft::v1::PlacementResponse reservation;
+  for (int i = 0; i < ranks; ++i) reservation.add_ranks()->set_rank(i);
+  return tuning::DeclaredTraffic(request, reservation);
+}
+
+double WeightOf(const weft::v1::TuneProposal& proposal, const std::string& scenario) {
+  for (const weft::v1::TuneScenario& s : proposal.evidence()) {
+    if (s.scenario() == scenario) return s.weight();
+  }
+  return -1;
+}
+
 weft::v1::ProposeRequest Seeded(uint64_t seed) {
   weft::v1::ProposeRequest request;
   request.set_seed(seed);
@@ -149,6 +184,13 @@ class TuneManagerTest : public ::testing::Test {
     return MetricValue(registry_, name, labels).value_or(-1);
   }
 
+  // The tuner for automatic proposals, reading `jobs_`.
+  void UseAutomaticTuner(TuneManagerOptions options) {
+    tuner_ = std::make_unique<TuneManager>(rollouts_.get(), &tune_metrics_, &clock_, options,
+                                           [this] { return jobs_; });
+  }
+
+  RunningJobs jobs_;
   FakeClock clock_;
   prometheus::Registry registry_;
   ControllerMetrics controller_metrics_;
@@ -272,6 +314,101 @@ TEST_F(TuneManagerTest, ARolledBackProposalTeachesTheModelsErrorAndAStaleOneIsSu
   ASSERT_EQ(for_rack.state(), weft::v1::TUNE_STATE_PROPOSED) << for_rack.reason();
   PutPolicyInForce(10);
   EXPECT_EQ(tuner_->Get(for_rack.id())->state(), weft::v1::TUNE_STATE_SUPERSEDED);
+}
+
+TEST_F(TuneManagerTest, AnAllToAllHeavyJobMakesTheTunerProposeOnceWeighingAllToAll) {
+  UseAutomaticTuner(AutomaticOptions());
+  PutPolicyInForce(5);
+  // No declared traffic: nothing to tune for.
+  for (int i = 0; i < 5; ++i) Step();
+  EXPECT_TRUE(tuner_->List().proposals().empty());
+
+  // A MoE job starts: 64 ranks, 1 GB of all-to-all and 100 MB of gradients per rank.
+  jobs_.traffic = {Job(64, 100'000'000, 1'000'000'000)};
+  Step();
+  Step();
+  EXPECT_TRUE(tuner_->List().proposals().empty()) << "fired before 3 checks in a row";
+  Step();
+  ASSERT_EQ(tuner_->List().proposals_size(), 1);
+  tuner_->AwaitIdle();
+  const weft::v1::TuneProposal proposal = *tuner_->Get("");
+  EXPECT_EQ(proposal.trigger(), weft::v1::TUNE_TRIGGER_MIX_SHIFT);
+  EXPECT_EQ(proposal.requested_by(), "tuner");
+  EXPECT_EQ(ScopeKey(proposal.scope()), "cluster");
+  EXPECT_THAT(proposal.trigger_detail(), HasSubstr("diverged 1.00 > 0.20 on 3 checks"));
+  EXPECT_EQ(proposal.traffic_mix(), "all_to_all 83%, all_reduce 17%");
+  ASSERT_NE(proposal.state(), weft::v1::TUNE_STATE_FAILED) << proposal.reason();
+  // The search weighed the all-to-all most, the all-reduce next, incast at the floor.
+  const double all_to_all = WeightOf(proposal, "MoE all-to-all");
+  const double all_reduce = WeightOf(proposal, "all-reduce");
+  const double incast = WeightOf(proposal, "incast 4→1");
+  EXPECT_GT(all_to_all, 2 * all_reduce);
+  EXPECT_GT(all_reduce, incast);
+  EXPECT_GT(incast, 0);
+  EXPECT_NEAR(all_to_all + all_reduce + incast, 3, 1e-9);
+  EXPECT_EQ(Metric("weft_controller_tune_triggers_total", {{"reason", "mix_shift"}}), 1);
+  EXPECT_EQ(Metric("weft_controller_tune_mix_divergence"), 1);
+
+  // While the mix stays (past the 10 s cooldown): no second proposal.
+  for (int i = 0; i < 30; ++i) Step();
+  EXPECT_EQ(tuner_->List().proposals_size(), 1);
+  EXPECT_EQ(Metric("weft_controller_tune_triggers_total", {{"reason", "mix_shift"}}), 1);
+
+  // The job slows down a quarter against its first iteration: a KPI regression.
+  jobs_.kpis = {{.iteration_s = 1.25, .baseline_s = 1.0}};
+  for (int i = 0; i < 3; ++i) Step();
+  ASSERT_EQ(tuner_->List().proposals_size(), 2);
+  tuner_->AwaitIdle();
+  EXPECT_EQ(tuner_->Get("")->trigger(), weft::v1::TUNE_TRIGGER_KPI_REGRESSION);
+  EXPECT_THAT(tuner_->Get("")->trigger_detail(), HasSubstr("25.0 % above its baseline"));
+  EXPECT_EQ(Metric("weft_controller_tune_triggers_total", {{"reason", "kpi_regression"}}), 1);
+}
+
+TEST_F(TuneManagerTest, TriggersAreCountedButProposeNothingWhenAutomaticProposalsAreOff) {
+  TuneManagerOptions options = AutomaticOptions();
+  options.auto_propose = false;
+  UseAutomaticTuner(options);
+  PutPolicyInForce(5);
+  jobs_.traffic = {Job(16, 0, 1'000'000)};
+  for (int i = 0; i < 20; ++i) Step();
+  EXPECT_TRUE(tuner_->List().proposals().empty());
+  EXPECT_EQ(Metric("weft_controller_tune_triggers_total", {{"reason", "mix_shift"}}), 1);
+}
+
+TEST_F(TuneManagerTest, AutomaticApplyRollsATriggeredProposalOutThroughTheOrdinaryRollout) {
+  TuneManagerOptions options = SmallOptions();  // a search that finds a better profile
+  options.check_interval = absl::Seconds(1);
+  options.trigger.consecutive_checks = 1;
+  options.auto_propose = true;
+  options.auto_apply = true;
+  UseAutomaticTuner(options);
+  PutPolicyInForce(5);
+  jobs_.traffic = {Job(8, 1'000'000, 0)};
+  Step();
+  ASSERT_EQ(tuner_->List().proposals_size(), 1);
+  tuner_->AwaitIdle();
+  ASSERT_EQ(tuner_->Get("")->state(), weft::v1::TUNE_STATE_PROPOSED) << tuner_->Get("")->reason();
+  Step();
+  const weft::v1::TuneProposal applied = *tuner_->Get("");
+  EXPECT_EQ(applied.state(), weft::v1::TUNE_STATE_ROLLING_OUT);
+  EXPECT_EQ(applied.applied_by(), "tuner");
+  EXPECT_EQ(rollouts_->Get("")->source(), applied.id());
+  ASSERT_TRUE(RunRolloutUntil(weft::v1::ROLLOUT_PHASE_COMPLETED));
+  EXPECT_EQ(tuner_->Get(applied.id())->state(), weft::v1::TUNE_STATE_COMPLETED);
+  // Its mix is now the reference: the same jobs fire nothing more.
+  for (int i = 0; i < 10; ++i) Step();
+  EXPECT_EQ(tuner_->List().proposals_size(), 1);
+  EXPECT_EQ(Metric("weft_controller_tune_mix_divergence"), 0);
+}
+
+TEST_F(TuneManagerTest, AnOperatorsProposalIsWeighedByTheMixAndSaysSo) {
+  UseAutomaticTuner(AutomaticOptions());
+  PutPolicyInForce(5);
+  jobs_.traffic = {Job(8, 1'000'000, 0)};
+  const weft::v1::TuneProposal proposal = ProposeAndWait(Seeded(1));
+  EXPECT_EQ(proposal.trigger(), weft::v1::TUNE_TRIGGER_ON_REQUEST);
+  EXPECT_EQ(proposal.traffic_mix(), "all_reduce 100%");
+  EXPECT_GT(WeightOf(proposal, "all-reduce"), WeightOf(proposal, "MoE all-to-all"));
 }
 
 }  // namespace

@@ -31,12 +31,31 @@ TuneMetrics::TuneMetrics(prometheus::Registry& registry)
                      .Name("weft_controller_tune_searching")
                      .Help("1 while a tuner search runs.")
                      .Register(registry)
-                     .Add({})) {
+                     .Add({})),
+      triggers_(prometheus::BuildCounter()
+                    .Name("weft_controller_tune_triggers_total")
+                    .Help("Tuner trigger firings, by reason (mix_shift, kpi_regression), "
+                          "whether or not they started a search.")
+                    .Register(registry)),
+      mix_divergence_(prometheus::BuildGauge()
+                          .Name("weft_controller_tune_mix_divergence")
+                          .Help("Divergence (0 to 1) of the running jobs' traffic mix from "
+                                "the one the profile in force was tuned for, at the newest "
+                                "check.")
+                          .Register(registry)
+                          .Add({})) {
   for (const char* result : {"proposed", "no_better", "dry_run", "failed"}) {
     proposals_.Add({{"result", result}});
   }
   for (const char* result : {"completed", "rolled_back"}) rollouts_.Add({{"result", result}});
+  for (const char* reason : {"mix_shift", "kpi_regression"}) triggers_.Add({{"reason", reason}});
 }
+
+void TuneMetrics::TriggerFired(absl::string_view reason) {
+  triggers_.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void TuneMetrics::MixDivergence(double divergence) { mix_divergence_.Set(divergence); }
 
 void TuneMetrics::SearchStarted() { searching_.Set(1); }
 

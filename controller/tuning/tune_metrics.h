@@ -10,6 +10,11 @@
 //   weft_controller_tune_rollouts_total{result}    counter, applied proposals by how their
 //       rollout ended: completed, rolled_back
 //   weft_controller_tune_searching                 gauge, 1 while a search runs
+//   weft_controller_tune_triggers_total{reason}    counter, trigger firings (tuning/
+//       trigger.h), whether or not they started a search: mix_shift, kpi_regression
+//   weft_controller_tune_mix_divergence            gauge, the newest check's divergence of
+//                                                  the jobs' traffic mix from the one the
+//                                                  profile in force was tuned for (0 to 1)
 //
 // Every label value exists from the start (at 0). Thread-safe.
 #ifndef WEFT_CONTROLLER_TUNING_TUNE_METRICS_H_
@@ -34,6 +39,9 @@ class TuneMetrics {
   void SearchStarted();
   // "completed" or "rolled_back".
   void RolloutEnded(absl::string_view result);
+  // "mix_shift" or "kpi_regression".
+  void TriggerFired(absl::string_view reason);
+  void MixDivergence(double divergence);
 
  private:
   prometheus::Family<prometheus::Counter>& proposals_;
@@ -41,6 +49,8 @@ class TuneMetrics {
   prometheus::Gauge& last_score_;
   prometheus::Family<prometheus::Counter>& rollouts_;
   prometheus::Gauge& searching_;
+  prometheus::Family<prometheus::Counter>& triggers_;
+  prometheus::Gauge& mix_divergence_;
 };
 
 }  // namespace weft::controller

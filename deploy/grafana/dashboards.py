@@ -258,6 +258,13 @@ def rollouts():
             description="Applied proposals: completed on the live fabric, or rolled back by "
                         "its KPIs (the model's error is recorded for the scope).")
     d.panel("stat", "Tuner searching", [("weft_controller_tune_searching", "searching")])
+    d.panel("timeseries", "DCQCN tuner: triggers and traffic-mix divergence",
+            [("sum by (reason) (increase(weft_controller_tune_triggers_total[1h]))",
+              "{{reason}} per hour"),
+             ("weft_controller_tune_mix_divergence", "mix divergence (0-1)")],
+            description="Trigger firings (mix_shift, kpi_regression), counted whether or not "
+                        "tuning.automatic.propose starts a search, and how far the jobs' "
+                        "traffic mix is from the one the profile in force was tuned for.")
     return d
 
 
