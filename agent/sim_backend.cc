@@ -1,5 +1,7 @@
 #include "agent/sim_backend.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -313,8 +315,17 @@ absl::StatusOr<NodeInventory> SimBackend::Discover() {
     // IPv4 10.<rail>.<a>.<b>, host part from the node name (never .0 or .255).
     const uint32_t a = (host >> 8) & 0xff;
     const uint32_t b = 1 + (host & 0xff) % 254;
-    const std::string ipv4_mapped =
+    std::string ipv4_mapped =
         absl::StrCat("0000:0000:0000:0000:0000:ffff:", Hex16(10, i), ":", Hex16(a, b));
+    if (static_cast<int>(i) < config_.nic_ipv4_size()) {
+      // Validated as dotted IPv4 with the config (common/daemon_config.cc).
+      in_addr given{};
+      if (inet_pton(AF_INET, config_.nic_ipv4(i).c_str(), &given) == 1) {
+        const uint32_t v = ntohl(given.s_addr);
+        ipv4_mapped = absl::StrCat("0000:0000:0000:0000:0000:ffff:", Hex16(v >> 24, (v >> 16) & 0xff),
+                                   ":", Hex16((v >> 8) & 0xff, v & 0xff));
+      }
+    }
     const std::pair<std::string, weft::v1::GidType> gids[] = {
         {link_local, weft::v1::GID_TYPE_IB_ROCE_V1},
         {link_local, weft::v1::GID_TYPE_ROCE_V2},

@@ -66,6 +66,21 @@ std::vector<std::vector<NicSample>> Sample(SimBackend& backend, FakeClock& clock
   return out;
 }
 
+TEST(SimBackendTest, GivenNicAddressesAreTheRoceV2Gids) {
+  FakeClock clock;
+  SimulatedBackendConfig config = Config(0.6, /*nics=*/3);
+  config.add_nic_ipv4("127.0.1.1");
+  config.add_nic_ipv4("192.168.10.254");
+  auto backend = MustCreate(config, &clock);
+  absl::StatusOr<NodeInventory> inventory = backend->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  EXPECT_EQ(inventory->nics[0].gids(3).gid(), "0000:0000:0000:0000:0000:ffff:7f00:0101");
+  EXPECT_EQ(inventory->nics[1].gids(3).gid(), "0000:0000:0000:0000:0000:ffff:c0a8:0afe");
+  // Past the list: the address derived from the node name, on 10.<NIC>.
+  EXPECT_TRUE(absl::StartsWith(inventory->nics[2].gids(3).gid(),
+                               "0000:0000:0000:0000:0000:ffff:0a02:"));
+}
+
 TEST(SimBackendTest, InventoryLooksLikeAnMlx5Node) {
   FakeClock clock;
   auto backend = MustCreate(Config(0.6), &clock);

@@ -270,6 +270,17 @@ TEST(DaemonConfigTest, AgentBackoffOrder) {
   EXPECT_TRUE(ValidateAgentConfig(config).ok());
 }
 
+TEST(DaemonConfigTest, SimulatedNicAddressesMustBeDottedIpv4) {
+  AgentConfig config = ValidAgentConfig();
+  config.mutable_simulated()->add_nic_ipv4("127.0.1.1");
+  config.mutable_simulated()->add_nic_ipv4("127.0.1.300");
+  EXPECT_EQ(ValidateAgentConfig(config).message(),
+            "agent config: field 'simulated.nic_ipv4[1]': value '127.0.1.300' is not a dotted "
+            "IPv4 address; accepted: IPv4 addresses such as 127.0.1.1, one per simulated NIC");
+  config.mutable_simulated()->set_nic_ipv4(1, "127.0.1.2");
+  EXPECT_TRUE(ValidateAgentConfig(config).ok());
+}
+
 TEST(DaemonConfigTest, AgentProbeLimits) {
   AgentConfig config = ValidAgentConfig();
   EXPECT_EQ(config.probe().udp_port(), 7412u);

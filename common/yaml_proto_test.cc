@@ -29,7 +29,7 @@ constexpr char kAgentKeys[] =
     "simulated, reconnect, health_address, linux, fabric, lldp, tunables_dry_run, "
     "drift_check_interval_ms, tls, insecure, job_socket, probe";
 constexpr char kSimulatedKeys[] =
-    "nics, gpus, link_speed_gbps, traffic_level, seed, faults, fault_delay_ms";
+    "nics, gpus, link_speed_gbps, traffic_level, seed, faults, fault_delay_ms, nic_ipv4";
 constexpr char kFaultNames[] =
     "one of none, pfc_storm, link_down, retransmits, dead, reject_tunables (any case; the "
     "SIM_FAULT_ prefix is optional)";
