@@ -1,0 +1,168 @@
+// Pingmesh end to end on this machine: a real weft-controller and twelve real weft-agents
+// (two racks of six nodes, two simulated NICs each whose addresses are loopback aliases,
+// 127.0.<rack>.<n>), each agent answering probes on its own UDP port. The controller
+// computes the pinglists and sends them down the agent streams; the agents probe each
+// other over real UDP sockets and send their windows back; the controller's localiser
+// judges them. A NIC is killed with nftables (every UDP datagram to its address
+// dropped): `weftctl pingmesh status` names it, an event fires for its node; the rule is
+// removed: the verdict clears.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/testing/temp_dir.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "proto/weft/v1/pingmesh.pb.h"
+#include "tests/cluster_harness.h"
+#include "tests/subprocess.h"
+
+namespace weft {
+namespace {
+
+using weft::testing::Cluster;
+using weft::testing::CommandResult;
+
+constexpr int kIntervalMs = 200;
+constexpr char kNftTable[] = "weft_pingmesh_test";
+
+std::string WriteFile(const std::string& name, const std::string& contents) {
+  const std::string path = weft::testing::TempPath(name);
+  std::ofstream(path) << contents;
+  return path;
+}
+
+// Runs `nft` with `args`; its exit status.
+int Nft(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/sbin/nft"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return weft::testing::RunCommand(argv, absl::Seconds(10)).exit_status;
+}
+
+class PingmeshTest : public ::testing::Test {
+ protected:
+  PingmeshTest()
+      : cluster_({.telemetry_interval_ms = kIntervalMs,
+                  .flags = {"--config", WriteFile("controller.yaml", R"(
+pingmesh:
+  tor_uplinks: 1
+  max_probes_per_node_per_s: 300
+)")}}) {}
+
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "skipped: nftables needs root to drop a NIC's probes";
+    if (Nft({"list", "tables"}) != 0) GTEST_SKIP() << "skipped: /usr/sbin/nft is not usable here";
+    Nft({"delete", "table", "inet", kNftTable});
+    ASSERT_EQ(Nft({"add", "table", "inet", kNftTable}), 0);
+    ASSERT_EQ(Nft({"add", "chain", "inet", kNftTable, "out",
+                   "{ type filter hook output priority 0 ; }"}),
+              0);
+    ASSERT_TRUE(cluster_.StartController());
+    for (int rack = 1; rack <= 2; ++rack) {
+      for (int n = 1; n <= 6; ++n) {
+        const std::string name = absl::StrCat(rack == 1 ? "a" : "b", n);
+        const std::string config = WriteFile(absl::StrCat(name, ".yaml"), absl::StrCat(R"(
+simulated:
+  nics: 2
+  nic_ipv4: ["127.0.)", rack, ".", 2 * n - 1, R"(", "127.0.)", rack, ".", 2 * n, R"("]
+probe:
+  udp_port: )", weft::testing::FreePort(), R"(
+  bind_address: 0.0.0.0
+)"));
+        cluster_.StartAgent({.name = name,
+                             .rack = rack == 1 ? "rack-a" : "rack-b",
+                             .interval_ms = kIntervalMs,
+                             .nics = 2,
+                             .flags = {"--config", config}});
+        names_.push_back(name);
+      }
+    }
+    ASSERT_TRUE(cluster_.WaitForHealthy(names_, absl::Seconds(30)));
+  }
+
+  void TearDown() override { Nft({"delete", "table", "inet", kNftTable}); }
+
+  weft::v1::PingmeshStatus Status() {
+    weft::v1::PingmeshStatus status;
+    CommandResult result = cluster_.Weftctl({"pingmesh", "status", "--output", "json"});
+    if (result.exit_status == 0) {
+      if (!google::protobuf::util::JsonStringToMessage(result.out, &status).ok()) status.Clear();
+    }
+    return status;
+  }
+
+  static std::string Verdicts(const weft::v1::PingmeshStatus& status) {
+    std::vector<std::string> lines;
+    for (const auto& v : status.verdicts()) {
+      lines.push_back(absl::StrCat(v.kind(), " ", v.component(), " ", v.problem()));
+    }
+    return absl::StrCat("plan ", status.plan_version(), ", ", status.probed_nodes(),
+                        " nodes, windows accepted ", status.windows_accepted(), ", verdicts [",
+                        absl::StrJoin(lines, "; "), "]");
+  }
+
+  Cluster cluster_;
+  std::vector<std::string> names_;
+};
+
+TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
+  // Every agent probes and is heard; nothing is blamed on a healthy fleet.
+  ASSERT_TRUE(weft::testing::WaitFor("every node probed and windows judged", absl::Seconds(30),
+                                     [&](std::string* observed) {
+                                       const weft::v1::PingmeshStatus s = Status();
+                                       *observed = Verdicts(s);
+                                       return s.probed_nodes() == 12 &&
+                                              s.windows_accepted() > 2000;
+                                     }));
+  weft::v1::PingmeshStatus healthy = Status();
+  EXPECT_THAT(healthy.verdicts(), ::testing::IsEmpty()) << Verdicts(healthy);
+  EXPECT_TRUE(healthy.unprobed().empty());
+
+  // b3's second NIC (127.0.2.6) goes dark: no datagram reaches it any more.
+  ASSERT_EQ(Nft({"add", "rule", "inet", kNftTable, "out", "ip", "daddr", "127.0.2.6", "meta",
+                 "l4proto", "udp", "drop"}),
+            0);
+  const absl::Time killed = absl::Now();
+  ASSERT_TRUE(weft::testing::WaitFor(
+      "a verdict naming b3/mlx5_1", absl::Seconds(20), [&](std::string* observed) {
+        const weft::v1::PingmeshStatus s = Status();
+        *observed = Verdicts(s);
+        for (const auto& v : s.verdicts()) {
+          if (absl::StrContains(v.component(), "b3/mlx5_1") && v.nodes_size() == 1 &&
+              v.nodes(0) == "b3") {
+            return true;
+          }
+        }
+        return false;
+      }));
+  const absl::Duration detected = absl::Now() - killed;
+  const weft::v1::PingmeshStatus blamed = Status();
+  // Only b3's NIC is blamed: its rack's other NICs and the uplinks are fine.
+  for (const auto& v : blamed.verdicts()) {
+    EXPECT_THAT(v.component(), ::testing::HasSubstr("b3/mlx5_1")) << Verdicts(blamed);
+  }
+  CommandResult events = cluster_.Weftctl({"events", "--node", "b3"});
+  EXPECT_THAT(events.out, ::testing::HasSubstr("pingmesh blames"));
+  std::cerr << "dead NIC named after " << absl::FormatDuration(detected) << "\n";
+
+  // Back: the verdict clears.
+  ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "out"}), 0);
+  ASSERT_TRUE(weft::testing::WaitFor("the verdict cleared", absl::Seconds(40),
+                                     [&](std::string* observed) {
+                                       const weft::v1::PingmeshStatus s = Status();
+                                       *observed = Verdicts(s);
+                                       return s.verdicts().empty();
+                                     }));
+  CommandResult matrix = cluster_.Weftctl({"pingmesh", "matrix"});
+  EXPECT_EQ(matrix.exit_status, 0) << matrix.err;
+  EXPECT_THAT(matrix.out, ::testing::HasSubstr("rack-a"));
+  EXPECT_THAT(matrix.out, ::testing::HasSubstr("rack-b"));
+}
+
+}  // namespace
+}  // namespace weft
