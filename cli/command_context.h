@@ -45,6 +45,8 @@ struct WeftctlOptions {
   std::string output = "table";                // table or json
   int timeout_ms = 5000;
   std::string rack;    // nodes
+  std::vector<std::string> node_list;  // check --nodes a,b,...
+  uint32_t seconds = 10;               // check --seconds
   std::string reason;  // drain, rollout abort
   std::string node;    // events, fabric inject
   std::string since;   // events, audit

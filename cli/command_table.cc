@@ -92,6 +92,11 @@ const std::vector<Command>& Commands() {
         "                              probe verdicts (blamed host, NIC, switch, link); loss/RTT\n"
         "                              rack to rack, or node to node from rack R\n",
      {"rack"}, &RunPingmeshCommand},
+    {"check",
+        "  check --nodes a,b,... [--seconds S]\n"
+        "                              pre-job check: the nodes probe each other for S s (10);\n"
+        "                              pass/fail per node with the blamed component; exit 1 on a fail\n",
+     {"nodes", "seconds"}, &RunCheckCommand},
     {"topology",
         "  topology check --topology DESIGN.yaml [--offline --observed SNAPSHOT.json]\n"
         "                              LLDP cabling against the design; exit 1 on findings\n",

@@ -26,10 +26,11 @@ absl::StatusOr<ControllerClient> ControllerClient::Connect(const TransportFlags&
                           transport.controller, timeout_ms);
 }
 
-std::unique_ptr<grpc::ClientContext> ControllerClient::NewContext() const {
+std::unique_ptr<grpc::ClientContext> ControllerClient::NewContext(absl::Duration extra) const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(timeout_ms_));
+                        std::chrono::milliseconds(timeout_ms_) +
+                        absl::ToChronoMilliseconds(extra));
   return context;
 }
 

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "cli/transport.h"
 #include "common/grpc_status.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
 #include "proto/weft/v1/placement.grpc.pb.h"
@@ -47,8 +48,9 @@ class ControllerClient {
   weft::v1::RolloutService::StubInterface& rollouts() { return *rollouts_; }
   weft::v1::TuneService::StubInterface& tune() { return *tune_; }
 
-  // A context whose deadline is --timeout_ms from now.
-  std::unique_ptr<grpc::ClientContext> NewContext() const;
+  // A context whose deadline is --timeout_ms (plus `extra`) from now.
+  std::unique_ptr<grpc::ClientContext> NewContext(
+      absl::Duration extra = absl::ZeroDuration()) const;
 
   // Calls one unary RPC, e.g. &weft::v1::AdminService::StubInterface::ListNodes, with a
   // fresh context. OK with `*response` filled, or the call's status: UNAVAILABLE and
@@ -59,6 +61,15 @@ class ControllerClient {
                                                  Response*),
                     const Request& request, Response* response) {
     std::unique_ptr<grpc::ClientContext> context = NewContext();
+    return Explain((StubFor<Stub>().*method)(context.get(), request, response));
+  }
+
+  // Call with `extra` added to the deadline, for a call that waits by design (a check).
+  template <typename Stub, typename Request, typename Response>
+  absl::Status CallFor(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                    Response*),
+                       const Request& request, Response* response, absl::Duration extra) {
+    std::unique_ptr<grpc::ClientContext> context = NewContext(extra);
     return Explain((StubFor<Stub>().*method)(context.get(), request, response));
   }
 

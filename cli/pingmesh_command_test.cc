@@ -70,5 +70,34 @@ TEST(PingmeshCommandTest, MatrixShowsLossAndRttPerPair) {
   EXPECT_THAT(text, HasSubstr("100%"));
 }
 
+TEST(PingmeshCommandTest, CheckSaysPassOrFailPerNodeAndWhatIsBlamed) {
+  weft::v1::CheckResponse check;
+  check.set_passed(false);
+  check.set_streams(40);
+  check.set_probes_per_stream_per_s(25);
+  weft::v1::NodeCheck* ok = check.add_nodes();
+  ok->set_node("a1");
+  ok->set_passed(true);
+  ok->set_sent(1000);
+  weft::v1::NodeCheck* bad = check.add_nodes();
+  bad->set_node("a3");
+  bad->set_reason("blamed: nic a3/mlx5_1 (unreachable)");
+  bad->set_sent(1000);
+  bad->set_lost(500);
+  weft::v1::PingmeshVerdict* v = check.add_verdicts();
+  v->set_kind("nic");
+  v->set_component("a3/mlx5_1");
+  v->set_problem("unreachable");
+  v->set_evidence("120 of 120 probes lost");
+  const std::string text = FormatCheck(check);
+  EXPECT_THAT(text, ::testing::StartsWith("FAIL: 2 nodes, 40 probe streams at 25 probes/s"));
+  EXPECT_THAT(text, HasSubstr("a1"));
+  EXPECT_THAT(text, HasSubstr("pass"));
+  EXPECT_THAT(text, HasSubstr("blamed: nic a3/mlx5_1 (unreachable)"));
+  EXPECT_THAT(text, HasSubstr("  nic a3/mlx5_1 (unreachable): 120 of 120 probes lost"));
+  check.set_passed(true);
+  EXPECT_THAT(FormatCheck(check), ::testing::StartsWith("PASS"));
+}
+
 }  // namespace
 }  // namespace weft

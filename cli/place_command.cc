@@ -50,6 +50,11 @@ absl::StatusOr<PlacementRequest> MakePlacementRequest(const PlaceFlags& flags) {
         "--job is required: the scheduler's job id (e.g. --job \"$SLURM_JOB_ID\"); placing "
         "the same job again returns its reservation");
   }
+  if (flags.nodes == 0 && !flags.nodes_text.empty() && flags.nodes_text != "0") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--nodes takes a number of nodes for place (got '", flags.nodes_text,
+        "'); to place on given nodes, use --within a,b,..."));
+  }
   if (flags.nodes > 0 && flags.ranks > 0) {
     return absl::InvalidArgumentError(
         "--nodes and --ranks both size the job; give one (--ranks needs --gpus-per-node "

@@ -40,6 +40,7 @@ namespace weft {
 struct PlaceFlags {
   std::string job;
   uint32_t nodes = 0;
+  std::string nodes_text;  // --nodes as given (a number for place)
   uint32_t ranks = 0;
   uint32_t gpus_per_node = 0;
   std::string pattern;  // ring, alltoall, pipeline

@@ -4,6 +4,8 @@
 #include <optional>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/flags/parse.h"
 #include "cli/flag_spelling.h"
 
@@ -32,7 +34,9 @@ ABSL_FLAG(int, timeout_ms, 5000, "deadline of each call to the controller (or we
 ABSL_FLAG(std::string, job, "",
           "place: the job id (keys the reservation); release, renew: the job whose "
           "reservation");
-ABSL_FLAG(uint32_t, nodes, 0, "place: number of nodes");
+ABSL_FLAG(std::string, nodes, "",
+          "place: number of nodes; check: the nodes to check, comma-separated");
+ABSL_FLAG(uint32_t, seconds, 10, "check: how long the nodes probe each other");
 ABSL_FLAG(uint32_t, ranks, 0, "place: number of ranks (a multiple of --gpus-per-node)");
 ABSL_FLAG(uint32_t, gpus_per_node, 0,
           "place: GPUs (ranks) per node; 0: the GPU count all nodes share");
@@ -116,7 +120,11 @@ WeftctlOptions WeftctlOptionsFromFlags() {
   options.out = absl::GetFlag(FLAGS_out);
   PlaceFlags& place = options.place;
   place.job = absl::GetFlag(FLAGS_job);
-  place.nodes = absl::GetFlag(FLAGS_nodes);
+  const std::string nodes = absl::GetFlag(FLAGS_nodes);
+  options.node_list = absl::StrSplit(nodes, ',', absl::SkipEmpty());
+  options.seconds = absl::GetFlag(FLAGS_seconds);
+  place.nodes_text = nodes;
+  if (!absl::SimpleAtoi(nodes, &place.nodes)) place.nodes = 0;
   place.ranks = absl::GetFlag(FLAGS_ranks);
   place.gpus_per_node = absl::GetFlag(FLAGS_gpus_per_node);
   place.pattern = absl::GetFlag(FLAGS_pattern);

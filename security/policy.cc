@@ -87,6 +87,9 @@ const std::vector<MethodRule>& AllMethodRules() {
       // Pingmesh: verdicts and the probe matrix, read-only.
       {"/weft.v1.PingmeshService/GetStatus", Role::kViewer, false, ""},
       {"/weft.v1.PingmeshService/GetMatrix", Role::kViewer, false, ""},
+      // A pre-job check changes what the nodes probe for a few seconds: schedulers run
+      // it before a job starts.
+      {"/weft.v1.PingmeshService/Check", Role::kScheduler, false, ""},
       // Load balancers and systemd probes check health without credentials.
       {"/grpc.health.v1.Health/Check", Role::kNone, false, ""},
       {"/grpc.health.v1.Health/Watch", Role::kNone, false, ""},

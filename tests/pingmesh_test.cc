@@ -5,7 +5,8 @@
 // other over real UDP sockets and send their windows back; the controller's localiser
 // judges them. A NIC is killed with nftables (every UDP datagram to its address
 // dropped): `weftctl pingmesh status` names it, an event fires for its node; the rule is
-// removed: the verdict clears.
+// removed: the verdict clears. `weftctl check` on a set with that node fails it alone
+// while the NIC is dark and passes once it is back.
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -150,6 +151,15 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   EXPECT_THAT(events.out, ::testing::HasSubstr("pingmesh blames"));
   std::cerr << "dead NIC named after " << absl::FormatDuration(detected) << "\n";
 
+  // A pre-job check of a set with b3 in it fails b3 alone, naming its NIC.
+  CommandResult failed = cluster_.Weftctl({"check", "--nodes", "a1,b3,b5", "--seconds", "3"},
+                                          absl::Seconds(30));
+  EXPECT_EQ(failed.exit_status, 1) << failed.out << failed.err;
+  EXPECT_THAT(failed.out, ::testing::StartsWith("FAIL")) << failed.out;
+  EXPECT_THAT(failed.out, ::testing::ContainsRegex("b3 +FAIL.*b3/mlx5_1")) << failed.out;
+  EXPECT_THAT(failed.out, ::testing::ContainsRegex("a1 +pass")) << failed.out;
+  EXPECT_THAT(failed.out, ::testing::ContainsRegex("b5 +pass")) << failed.out;
+
   // Back: the verdict clears.
   ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "out"}), 0);
   ASSERT_TRUE(weft::testing::WaitFor("the verdict cleared", absl::Seconds(40),
@@ -158,6 +168,12 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
                                        *observed = Verdicts(s);
                                        return s.verdicts().empty();
                                      }));
+  // The same check once the NIC is back: every node passes.
+  CommandResult passed = cluster_.Weftctl({"check", "--nodes", "a1,b3,b5", "--seconds", "3"},
+                                          absl::Seconds(30));
+  EXPECT_EQ(passed.exit_status, 0) << passed.out << passed.err;
+  EXPECT_THAT(passed.out, ::testing::StartsWith("PASS")) << passed.out;
+
   CommandResult matrix = cluster_.Weftctl({"pingmesh", "matrix"});
   EXPECT_EQ(matrix.exit_status, 0) << matrix.err;
   EXPECT_THAT(matrix.out, ::testing::HasSubstr("rack-a"));

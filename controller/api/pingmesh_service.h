@@ -1,7 +1,8 @@
 // PingmeshServiceImpl: weft.v1.PingmeshService (pingmesh.proto) over gRPC's callback
 // API, a thin adapter onto PingmeshManager (controller/pingmesh/pingmesh_manager.h):
-// the verdicts in force and the plan, and the loss/latency matrix. Read-only.
-// Thread-safe.
+// the verdicts in force and the plan, the loss/latency matrix, and the pre-job check,
+// which answers from the manager's ticker once the nodes have probed and been judged
+// (the handler returns at once; the reactor finishes later). Thread-safe.
 #ifndef WEFT_CONTROLLER_API_PINGMESH_SERVICE_H_
 #define WEFT_CONTROLLER_API_PINGMESH_SERVICE_H_
 
@@ -25,6 +26,9 @@ class PingmeshServiceImpl final : public weft::v1::PingmeshService::CallbackServ
   grpc::ServerUnaryReactor* GetMatrix(grpc::CallbackServerContext* context,
                                       const weft::v1::GetPingmeshMatrixRequest* request,
                                       weft::v1::PingmeshMatrix* response) override;
+  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* context,
+                                  const weft::v1::CheckRequest* request,
+                                  weft::v1::CheckResponse* response) override;
 
  private:
   PingmeshManager* const manager_;

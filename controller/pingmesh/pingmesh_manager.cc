@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
 
@@ -144,9 +147,9 @@ void PingmeshManager::OnProbeWindows(
   metrics_->WindowsReceived("late", late);
 }
 
-std::vector<std::pair<std::string, weft::v1::ControllerMessage>> PingmeshManager::ReplanLocked(
+PingmeshManager::Messages PingmeshManager::ReplanLocked(
     absl::Time now) {
-  std::vector<std::pair<std::string, weft::v1::ControllerMessage>> out;
+  Messages out;
   Fleet fleet = FleetFromNodes(fleet_source_(), options_.tor_uplinks);
   if (plan_version_ > 0 && fleet.fingerprint == fleet_.fingerprint) return out;
   absl::StatusOr<pingmesh::PinglistPlan> plan = pingmesh::BuildPinglists(fleet.inventory, options_.pinglist);
@@ -182,7 +185,6 @@ std::vector<std::pair<std::string, weft::v1::ControllerMessage>> PingmeshManager
       lists[node] = std::move(empty);
     }
   }
-  const uint64_t now_us = static_cast<uint64_t>(std::max<int64_t>(0, ToMicros(now)));
   for (auto& [node, list] : lists) {
     auto old = lists_.find(node);
     if (old != lists_.end()) {
@@ -193,12 +195,10 @@ std::vector<std::pair<std::string, weft::v1::ControllerMessage>> PingmeshManager
         continue;
       }
     }
-    // Versions grow across restarts too: never below the clock's microseconds.
-    last_list_version_ = std::max(last_list_version_ + 1, now_us);
-    list.set_version(last_list_version_);
-    weft::v1::ControllerMessage message;
-    *message.mutable_pinglist() = list;
-    out.emplace_back(node, std::move(message));
+    weft::v1::ControllerMessage message = StampLocked(list, now);
+    list.set_version(message.pinglist().version());
+    // A node in a pre-job check gets its routine list when the check ends.
+    if (!checking_.contains(node)) out.emplace_back(node, std::move(message));
   }
   lists_ = std::move(lists);
   fleet_ = std::move(fleet);
@@ -215,7 +215,8 @@ std::vector<std::pair<std::string, weft::v1::ControllerMessage>> PingmeshManager
 void PingmeshManager::Tick() {
   if (!options_.enabled) return;
   const absl::Time now = clock_->Now();
-  std::vector<std::pair<std::string, weft::v1::ControllerMessage>> to_send;
+  Messages to_send;
+  std::vector<std::unique_ptr<Check>> finished;
   {
     absl::MutexLock lock(&mu_);
     if (now >= next_replan_) {
@@ -250,9 +251,16 @@ void PingmeshManager::Tick() {
       }
       if (through_us > judged_through_us_) judged_through_us_ = through_us;
     }
-    for (auto& [start, windows] : due) JudgeWindowLocked(start, std::move(windows));
+    for (auto& [start, windows] : due) {
+      JudgeWindowLocked(start, std::move(windows), &finished, &to_send);
+    }
   }
-  for (auto& [node, message] : to_send) {
+  Send(std::move(to_send));
+  for (std::unique_ptr<Check>& check : finished) check->done(std::move(check->answer));
+}
+
+void PingmeshManager::Send(Messages messages) {
+  for (auto& [node, message] : messages) {
     if (absl::Status sent = send_(node, std::move(message)); sent.ok()) {
       metrics_->PinglistSent();
     } else {
@@ -262,11 +270,38 @@ void PingmeshManager::Tick() {
   }
 }
 
+weft::v1::ControllerMessage PingmeshManager::StampLocked(weft::v1::Pinglist list, absl::Time now) {
+  // Versions grow across restarts too: never below the clock's microseconds.
+  const uint64_t now_us = static_cast<uint64_t>(std::max<int64_t>(0, ToMicros(now)));
+  last_list_version_ = std::max(last_list_version_ + 1, now_us);
+  list.set_version(last_list_version_);
+  weft::v1::ControllerMessage message;
+  *message.mutable_pinglist() = std::move(list);
+  return message;
+}
+
 void PingmeshManager::JudgeWindowLocked(int64_t start_us,
-                                        std::vector<pingmesh::ProbeWindow> windows) {
+                                        std::vector<pingmesh::ProbeWindow> windows,
+                                        std::vector<std::unique_ptr<Check>>* finished,
+                                        Messages* to_send) {
   const int64_t end_us = start_us + absl::ToInt64Microseconds(options_.window);
+  const absl::Time end = absl::FromUnixMicros(end_us);
   uint64_t accepted = 0, unknown = 0;
   for (const pingmesh::ProbeWindow& window : windows) {
+    // A stream of a check the prober is in belongs to that check.
+    auto checked = checking_.find(window.key.src_node);
+    if (checked != checking_.end() && checked->second->streams.contains(window.key)) {
+      Check& check = *checked->second;
+      if (check.localiser->Add(window).ok()) {
+        ++accepted;
+        auto& [sent, lost] = check.sent_lost[window.key.src_node];
+        sent += static_cast<uint64_t>(window.sent);
+        lost += static_cast<uint64_t>(window.lost);
+      } else {
+        ++unknown;
+      }
+      continue;
+    }
     if (!planned_.contains(window.key)) {
       ++unknown;
       continue;
@@ -284,11 +319,44 @@ void PingmeshManager::JudgeWindowLocked(int64_t start_us,
   metrics_->WindowsReceived("accepted", accepted);
   metrics_->WindowsReceived("unknown", unknown);
 
-  const absl::Time end = absl::FromUnixMicros(end_us);
   pingmesh::VerdictChanges changes = localiser_.EndWindow(end);
   for (const pingmesh::Verdict& verdict : changes.raised) RecordVerdict(ToProto(verdict), true, end);
   for (const pingmesh::Verdict& verdict : changes.cleared) RecordVerdict(ToProto(verdict), false, end);
   last_window_end_us_ = end_us;
+
+  for (auto it = checks_.begin(); it != checks_.end();) {
+    Check& check = **it;
+    if (end <= check.start) {
+      ++it;
+      continue;
+    }
+    for (const pingmesh::Verdict& verdict : check.localiser->EndWindow(end).raised) {
+      weft::v1::PingmeshVerdict proto = ToProto(verdict);
+      check.verdicts[absl::StrCat(proto.kind(), " ", proto.component())] = std::move(proto);
+    }
+    if (end < check.end) {
+      ++it;
+      continue;
+    }
+    check.answer = CheckAnswerLocked(check);
+    for (const std::string& node : check.nodes) {
+      if (checking_.erase(node) == 0 || check.not_probed.contains(node)) continue;
+      // Back to its routine list (an empty one when it has none).
+      auto routine = lists_.find(node);
+      weft::v1::Pinglist list;
+      if (routine != lists_.end()) {
+        list = routine->second;
+      } else {
+        list.set_window_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.window)));
+        list.set_timeout_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.timeout)));
+      }
+      weft::v1::ControllerMessage message = StampLocked(std::move(list), end);
+      if (routine != lists_.end()) routine->second.set_version(message.pinglist().version());
+      to_send->emplace_back(node, std::move(message));
+    }
+    finished->push_back(std::move(*it));
+    it = checks_.erase(it);
+  }
 
   if (period_start_us_ == 0) period_start_us_ = start_us;
   if (end_us - period_start_us_ >= absl::ToInt64Microseconds(options_.matrix_period)) {
@@ -299,6 +367,191 @@ void PingmeshManager::JudgeWindowLocked(int64_t start_us,
     period_start_us_ = end_us;
     metrics_->SetRackMatrix(MatrixOf(last_period_pairs_, ""));
   }
+}
+
+absl::Status PingmeshManager::StartCheck(const weft::v1::CheckRequest& request, CheckDone done) {
+  if (!options_.enabled) {
+    return absl::FailedPreconditionError(
+        "pingmesh is off on this controller (config pingmesh.enabled): no pre-job check");
+  }
+  if (request.nodes().empty()) {
+    return absl::InvalidArgumentError("check: name the nodes to check (--nodes a,b,...)");
+  }
+  if (request.seconds() > 300) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "check: seconds ", request.seconds(), " is out of range; accepted: 1 to 300 (0: 10)"));
+  }
+  const absl::Duration length = absl::Seconds(request.seconds() == 0 ? 10 : request.seconds());
+  Messages to_send;
+  {
+    absl::MutexLock lock(&mu_);
+    std::set<std::string> seen;
+    for (const std::string& node : request.nodes()) {
+      if (!seen.insert(node).second) {
+        return absl::InvalidArgumentError(absl::StrCat("check: node ", node, " is named twice"));
+      }
+      if (checking_.contains(node)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "check: node ", node, " is already in a running check; try again in ",
+            absl::FormatDuration(options_.lateness + length)));
+      }
+    }
+    auto check = std::make_unique<Check>();
+    check->nodes.assign(request.nodes().begin(), request.nodes().end());
+    absl::flat_hash_set<std::string> probed;
+    for (const pingmesh::NodeSpec& node : fleet_.inventory.nodes) probed.insert(node.name);
+    for (const std::string& node : check->nodes) {
+      if (probed.contains(node)) continue;
+      std::string why = "not known to the controller";
+      for (const std::string& line : fleet_.unprobed) {
+        if (absl::StartsWith(line, absl::StrCat(node, ":"))) why = line.substr(node.size() + 2);
+      }
+      check->not_probed[node] = why;
+    }
+    check->plan = CheckPlanLocked(check->nodes);
+    const absl::Time now = clock_->Now();
+    // Probing starts once the lists are out; judging from the next whole window.
+    const int64_t window_us = absl::ToInt64Microseconds(options_.window);
+    const int64_t next_us = (ToMicros(now) / window_us + 1) * window_us;
+    check->start = absl::FromUnixMicros(next_us);
+    check->end = check->start + length;
+    pingmesh::LocaliserOptions localiser = options_.localiser;
+    localiser.horizon_windows = static_cast<int>(length / options_.window) + 1;
+    check->localiser = std::make_unique<pingmesh::Localiser>(&resolver_, localiser);
+    for (const pingmesh::Pinglist& list : check->plan.pinglists) {
+      for (const pingmesh::PinglistEntry& entry : list.entries) check->streams.insert(entry.key);
+    }
+    check->done = std::move(done);
+    PinglistWire wire;
+    wire.window_ms = static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.window));
+    wire.timeout_ms = static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.timeout));
+    for (auto& [node, list] : PinglistProtos(check->plan, fleet_, wire)) {
+      to_send.emplace_back(node, StampLocked(std::move(list), now));
+    }
+    for (const std::string& node : check->nodes) checking_[node] = check.get();
+    WEFT_LOG(INFO) << "pingmesh check nodes=" << check->nodes.size()
+                   << " streams=" << check->plan.streams
+                   << " probes_per_stream_per_s=" << check->plan.probes_per_stream_per_s
+                   << " not_probed=" << check->not_probed.size()
+                   << " ends=" << absl::FormatTime(check->end);
+    checks_.push_back(std::move(check));
+  }
+  Send(std::move(to_send));
+  return absl::OkStatus();
+}
+
+void PingmeshManager::CancelChecks(const absl::Status& status) {
+  std::vector<std::unique_ptr<Check>> cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled = std::move(checks_);
+    checks_.clear();
+    checking_.clear();
+  }
+  for (std::unique_ptr<Check>& check : cancelled) check->done(status);
+}
+
+pingmesh::PinglistPlan PingmeshManager::CheckPlanLocked(
+    const std::vector<std::string>& nodes) const {
+  absl::flat_hash_set<std::string> wanted(nodes.begin(), nodes.end());
+  std::vector<const pingmesh::NodeSpec*> members;
+  for (const pingmesh::NodeSpec& node : fleet_.inventory.nodes) {
+    if (wanted.contains(node.name)) members.push_back(&node);
+  }
+  // Streams: every ordered pair of same-rail NICs of two nodes (ports enough to cover
+  // the uplinks when their ToRs differ), and every ordered pair of NICs inside a node.
+  const int cross_tor_ports = std::min(4, options_.tor_uplinks);
+  std::map<std::string, std::vector<pingmesh::PinglistEntry>> by_node;
+  auto add = [&](const pingmesh::NodeSpec& src, const pingmesh::NicSpec& a,
+                 const pingmesh::NodeSpec& dst, const pingmesh::NicSpec& b,
+                 pingmesh::StreamKind kind) {
+    const int ports = a.tor == b.tor ? 1 : cross_tor_ports;
+    for (int p = 0; p < ports; ++p) {
+      pingmesh::PinglistEntry entry;
+      entry.key = pingmesh::ProbeKey{src.name, a.name, dst.name, b.name, 0,
+                                     options_.pinglist.traffic_class};
+      // A port of its own for the check (49152 + 16384 ports), stable for the pair.
+      entry.key.udp_src_port = static_cast<uint16_t>(
+          pingmesh::kMinProbeUdpSourcePort +
+          absl::HashOf(std::string("check"), src.name, a.name, dst.name, b.name, p) % 16384);
+      entry.kind = kind;
+      by_node[src.name].push_back(entry);
+    }
+  };
+  for (const pingmesh::NodeSpec* src : members) {
+    for (const pingmesh::NicSpec& a : src->nics) {
+      for (const pingmesh::NodeSpec* dst : members) {
+        for (const pingmesh::NicSpec& b : dst->nics) {
+          if (dst == src) {
+            if (a.name != b.name) add(*src, a, *dst, b, pingmesh::StreamKind::kCrossRail);
+          } else if (a.rail == b.rail) {
+            add(*src, a, *dst, b, a.tor == b.tor ? pingmesh::StreamKind::kTorMesh
+                                                 : pingmesh::StreamKind::kRackToRack);
+          }
+        }
+      }
+    }
+  }
+  pingmesh::PinglistPlan plan;
+  size_t busiest = 0;
+  for (const auto& [node, entries] : by_node) busiest = std::max(busiest, entries.size());
+  if (busiest == 0) return plan;
+  // The per-node budget over the busiest node's streams, at most what a peer accepts.
+  const double rate = std::min(1000.0, options_.pinglist.max_probes_per_node_per_s / busiest);
+  plan.probes_per_stream_per_s = rate;
+  for (auto& [node, entries] : by_node) {
+    pingmesh::Pinglist list;
+    list.node = node;
+    for (pingmesh::PinglistEntry& entry : entries) entry.probes_per_s = rate;
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return a.key < b.key; });
+    plan.streams += entries.size();
+    list.entries = std::move(entries);
+    plan.pinglists.push_back(std::move(list));
+  }
+  return plan;
+}
+
+weft::v1::CheckResponse PingmeshManager::CheckAnswerLocked(Check& check) const {
+  weft::v1::CheckResponse answer;
+  answer.set_streams(check.plan.streams);
+  answer.set_probes_per_stream_per_s(check.plan.probes_per_stream_per_s);
+  answer.set_start_us(ToMicros(check.start));
+  answer.set_end_us(ToMicros(check.end));
+  // What is still blamed at the end, and anything blamed on the way.
+  for (const pingmesh::Verdict& verdict : check.localiser->ActiveVerdicts()) {
+    weft::v1::PingmeshVerdict proto = ToProto(verdict);
+    check.verdicts[absl::StrCat(proto.kind(), " ", proto.component())] = std::move(proto);
+  }
+  std::map<std::string, std::vector<std::string>> blamed;  // node → components
+  for (const auto& [key, verdict] : check.verdicts) {
+    *answer.add_verdicts() = verdict;
+    for (const std::string& node : verdict.nodes()) {
+      blamed[node].push_back(absl::StrCat(verdict.kind(), " ", verdict.component(), " (",
+                                          verdict.problem(), ")"));
+    }
+  }
+  bool passed = answer.verdicts().empty();
+  for (const std::string& node : check.nodes) {
+    weft::v1::NodeCheck* result = answer.add_nodes();
+    result->set_node(node);
+    auto [sent, lost] = check.sent_lost[node];
+    result->set_sent(sent);
+    result->set_lost(lost);
+    std::string reason;
+    if (auto it = check.not_probed.find(node); it != check.not_probed.end()) {
+      reason = absl::StrCat("not probed: ", it->second);
+    } else if (auto it = blamed.find(node); it != blamed.end()) {
+      reason = absl::StrCat("blamed: ", absl::StrJoin(it->second, "; "));
+    } else if (check.plan.streams > 0 && sent == 0) {
+      reason = "sent no probes: its agent did not report the check's windows";
+    }
+    result->set_passed(reason.empty());
+    result->set_reason(reason);
+    passed = passed && reason.empty();
+  }
+  answer.set_passed(passed);
+  return answer;
 }
 
 weft::v1::PingmeshVerdict PingmeshManager::ToProto(const pingmesh::Verdict& verdict) const {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,19 @@ class PingmeshManager {
   // Plans when due and judges every window whose reports are in. The ticker calls it.
   void Tick() ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
 
+  // A pre-job check (pingmesh.proto CheckRequest): the nodes probe each other, every
+  // rail's NICs in full mesh and across rails inside each node, at the per-node budget,
+  // in place of their routine pinglists until `seconds` are over; then a localiser of its
+  // own judges those probes alone and `done` gets the answer, from the ticker, once.
+  // INVALID_ARGUMENT (no nodes, a node twice, seconds above 300) and FAILED_PRECONDITION
+  // (pingmesh off, a node already in a running check) are returned at once, and `done`
+  // is not called then. Nodes that cannot be probed fail the check with the reason.
+  using CheckDone = std::function<void(absl::StatusOr<weft::v1::CheckResponse>)>;
+  absl::Status StartCheck(const weft::v1::CheckRequest& request, CheckDone done)
+      ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
+  // Ends every running check with `status` (the controller shutting down).
+  void CancelChecks(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+
   weft::v1::PingmeshStatus Status() const ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
   // Rack to rack (`rack` empty), or node to node from the nodes of `rack`; NOT_FOUND
   // for a rack no probed node is in.
@@ -110,11 +124,38 @@ class PingmeshManager {
   };
   using PairMap = std::map<std::pair<std::string, std::string>, PairSums>;
 
+  // One running pre-job check.
+  struct Check {
+    std::vector<std::string> nodes;  // as requested
+    absl::flat_hash_map<std::string, std::string> not_probed;  // node → why
+    absl::Time start;
+    absl::Time end;
+    pingmesh::PinglistPlan plan;
+    absl::flat_hash_set<pingmesh::ProbeKey> streams;
+    std::unique_ptr<pingmesh::Localiser> localiser;
+    absl::flat_hash_map<std::string, std::pair<uint64_t, uint64_t>> sent_lost;  // by node
+    // Every verdict raised while it ran, by kind and component (the newest evidence).
+    std::map<std::string, weft::v1::PingmeshVerdict> verdicts;
+    CheckDone done;
+    weft::v1::CheckResponse answer;  // set when it ends
+  };
+  using Messages = std::vector<std::pair<std::string, weft::v1::ControllerMessage>>;
+
   // The messages to send for a new fleet (empty when nothing changed).
-  std::vector<std::pair<std::string, weft::v1::ControllerMessage>> ReplanLocked(absl::Time now)
+  Messages ReplanLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Judges one window; checks it ends are moved to `finished`, their nodes' routine
+  // lists to `to_send`.
+  void JudgeWindowLocked(int64_t start_us, std::vector<pingmesh::ProbeWindow> windows,
+                         std::vector<std::unique_ptr<Check>>* finished, Messages* to_send)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void JudgeWindowLocked(int64_t start_us, std::vector<pingmesh::ProbeWindow> windows)
+  // The check's pinglists; empty plan when no two NICs of its nodes can be probed.
+  pingmesh::PinglistPlan CheckPlanLocked(const std::vector<std::string>& nodes) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  weft::v1::CheckResponse CheckAnswerLocked(Check& check) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // `list` stamped with the next version, as a message.
+  weft::v1::ControllerMessage StampLocked(weft::v1::Pinglist list, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Send(Messages messages);
   weft::v1::PingmeshVerdict ToProto(const pingmesh::Verdict& verdict) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void RecordVerdict(const weft::v1::PingmeshVerdict& verdict, bool raised,
@@ -149,6 +190,8 @@ class PingmeshManager {
   int64_t last_period_end_us_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t windows_unknown_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t windows_accepted_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::unique_ptr<Check>> checks_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Check*> checking_ ABSL_GUARDED_BY(mu_);  // node → its check
 
   mutable absl::Mutex inbox_mu_;
   // Windows not judged yet, by their start (µs since the Unix epoch).

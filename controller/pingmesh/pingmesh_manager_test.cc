@@ -1,6 +1,7 @@
 #include "controller/pingmesh/pingmesh_manager.h"
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -254,6 +255,78 @@ TEST_F(PingmeshManagerTest, MatrixSumsRackToRackAndNodeToNode) {
     if (family.name == "weft_controller_pingmesh_rack_loss_ratio") found = family.metric.size() == 4;
   }
   EXPECT_TRUE(found);
+}
+
+TEST_F(PingmeshManagerTest, APreJobCheckFailsTheNodeWithADeadNicAndPassesTheRest) {
+  manager_->Tick();
+  Run(4);
+  const uint64_t a1_routine = lists_.at("a1").version();
+  std::optional<absl::StatusOr<weft::v1::CheckResponse>> answer;
+  weft::v1::CheckRequest request;
+  for (const char* node : {"a1", "a3", "b2", "b4", "zz9"}) request.add_nodes(node);
+  request.set_seconds(3);
+  ASSERT_TRUE(manager_->StartCheck(request, [&](absl::StatusOr<weft::v1::CheckResponse> r) {
+                        answer = std::move(r);
+                      }).ok());
+  // The checked nodes now probe each other only: a1's NICs its rail peers among the four
+  // and its other NIC.
+  const weft::v1::Pinglist a1 = lists_.at("a1");  // a copy: the check's list
+  EXPECT_GT(a1.version(), a1_routine);
+  for (const weft::v1::ProbePeer& peer : a1.peers()) {
+    EXPECT_THAT(std::vector<std::string>({"a1", "a3", "b2", "b4"}), ::testing::Contains(peer.node()));
+  }
+  // A second check of a node in this one waits; a node named twice is an error.
+  weft::v1::CheckRequest overlapping;
+  overlapping.add_nodes("b2");
+  EXPECT_EQ(manager_->StartCheck(overlapping, [](auto) {}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  weft::v1::CheckRequest twice;
+  twice.add_nodes("a5");
+  twice.add_nodes("a5");
+  EXPECT_EQ(manager_->StartCheck(twice, [](auto) {}).code(), absl::StatusCode::kInvalidArgument);
+
+  Run(24, "a3/mlx5_1");  // 6 s: the check's 3 s and the reports' lateness
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_TRUE(answer->ok()) << answer->status();
+  const weft::v1::CheckResponse& r = **answer;
+  EXPECT_FALSE(r.passed());
+  ASSERT_EQ(r.nodes_size(), 5);
+  EXPECT_TRUE(r.nodes(0).passed()) << r.nodes(0).reason();
+  EXPECT_GT(r.nodes(0).sent(), 0u);
+  EXPECT_FALSE(r.nodes(1).passed());
+  EXPECT_THAT(r.nodes(1).reason(), HasSubstr("a3/mlx5_1"));
+  EXPECT_TRUE(r.nodes(2).passed()) << r.nodes(2).reason();
+  EXPECT_TRUE(r.nodes(3).passed()) << r.nodes(3).reason();
+  EXPECT_FALSE(r.nodes(4).passed());
+  EXPECT_EQ(r.nodes(4).reason(), "not probed: not known to the controller");
+  // Back to their routine lists, under a new version.
+  EXPECT_GT(lists_.at("a1").version(), a1.version());
+  EXPECT_GT(lists_.at("a1").peers_size(), a1.peers_size());
+
+  // The same nodes, healthy: the check passes.
+  answer.reset();
+  weft::v1::CheckRequest healthy;
+  for (const char* node : {"a1", "a3", "b2"}) healthy.add_nodes(node);
+  healthy.set_seconds(2);
+  ASSERT_TRUE(manager_->StartCheck(healthy, [&](absl::StatusOr<weft::v1::CheckResponse> r) {
+                        answer = std::move(r);
+                      }).ok());
+  Run(20);
+  ASSERT_TRUE(answer.has_value() && answer->ok());
+  EXPECT_TRUE((*answer)->passed()) << (*answer)->DebugString();
+}
+
+TEST_F(PingmeshManagerTest, CancelledChecksAnswerWithTheReason) {
+  manager_->Tick();
+  std::optional<absl::Status> answer;
+  weft::v1::CheckRequest request;
+  request.add_nodes("a1");
+  ASSERT_TRUE(manager_->StartCheck(request, [&](absl::StatusOr<weft::v1::CheckResponse> r) {
+                        answer = r.status();
+                      }).ok());
+  manager_->CancelChecks(absl::UnavailableError("shutting down"));
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(PingmeshManagerOptionsTest, RefusesBadOptionsByName) {

@@ -267,6 +267,9 @@ void ControllerServer::Stop() {
   if (!started_ || stopped_) return;
   stopped_ = true;
   grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+  // A pre-job check answers from the ticker: end them before the server waits for calls.
+  pingmesh_.CancelChecks(absl::UnavailableError(
+      "the controller is shutting down; run the check again once it is back"));
   agent_service_.FinishAllStreams(absl::UnavailableError(
       "the controller is shutting down; the agent should re-register and reconnect"));
   // Waiting rendezvous calls end now, not after the shutdown grace.
