@@ -51,11 +51,12 @@ const std::vector<Command>& Commands() {
         "  place --job J (--nodes N | --ranks R --gpus-per-node G) [--pattern ring|alltoall|pipeline]\n"
         "        [--tp N --pp N --dp N --ep N] [--qos training|storage|control] [--exclude a,b]\n"
         "        [--within a,b,..] [--max-racks K] [--one-pod] [--max-congestion X] [--ttl S]\n"
+        "        [--precheck S]\n"
         "        [--gradient-bytes B --alltoall-bytes B --activation-bytes B]\n"
         "        [--format table|hostfile|env|json]\n"
         "        [--offline --topology T.yaml [--occupancy O.yaml]]\n"
         "                              place a job's ranks and reserve its nodes\n",
-     {"job", "nodes", "ranks", "gpus_per_node", "pattern", "tp", "pp", "dp", "ep", "qos", "exclude", "within", "max_racks", "one_pod", "max_congestion", "ttl", "gradient_bytes", "alltoall_bytes", "activation_bytes", "format", "offline", "topology", "occupancy"}, &RunPlaceCommand},
+     {"job", "nodes", "ranks", "gpus_per_node", "pattern", "tp", "pp", "dp", "ep", "qos", "exclude", "within", "max_racks", "one_pod", "precheck", "max_congestion", "ttl", "gradient_bytes", "alltoall_bytes", "activation_bytes", "format", "offline", "topology", "occupancy"}, &RunPlaceCommand},
     {"release",
         "  release ID | --job J        end a reservation\n",
      {"job"}, &RunReleaseOrRenewCommand},

@@ -102,6 +102,7 @@ absl::StatusOr<PlacementRequest> MakePlacementRequest(const PlaceFlags& flags) {
   }
   c->set_max_racks(flags.max_racks);
   c->set_single_pod(flags.one_pod);
+  request.set_precheck_seconds(flags.precheck_seconds);
   if (flags.max_congestion.has_value()) c->set_max_congestion(*flags.max_congestion);
   request.set_lease_ttl_s(flags.ttl_s);
   request.set_gradient_bytes(flags.gradient_bytes);

@@ -52,6 +52,7 @@ struct PlaceFlags {
   std::vector<std::string> exclude;
   uint32_t max_racks = 0;
   bool one_pod = false;
+  uint32_t precheck_seconds = 0;  // --precheck
   std::optional<double> max_congestion;
   uint32_t ttl_s = 0;
   uint64_t gradient_bytes = 0;

@@ -47,7 +47,11 @@ int Place(const CommandContext& context) {
       absl::Status restricted = RestrictToNodes(topology.snapshot(), options.within, &*request);
       if (!restricted.ok()) return context.Usage(restricted.message());
     }
-    absl::Status status = context.controller.Call(&Placement::Place, *request, &response);
+    // A pre-job check makes the call last its seconds and their judging.
+    absl::Status status = context.controller.CallFor(
+        &Placement::Place, *request, &response,
+        request->precheck_seconds() == 0 ? absl::ZeroDuration()
+                                         : absl::Seconds(request->precheck_seconds() + 15));
     if (!status.ok()) return context.Failed(absl::StrCat("place ", request->job_id()), status);
   }
   context.out << FormatPlacement(response, *format);

@@ -51,6 +51,9 @@ ABSL_FLAG(std::vector<std::string>, within, {},
           "place: use only these nodes (e.g. a Slurm job's allocation), comma-separated");
 ABSL_FLAG(uint32_t, max_racks, 0, "place: at most this many racks; 0: no limit");
 ABSL_FLAG(bool, one_pod, false, "place: all nodes in one pod");
+ABSL_FLAG(uint32_t, precheck, 0,
+          "place: seconds of pingmesh pre-job check before answering; nodes that fail are "
+          "left out; 0: none");
 ABSL_FLAG(std::optional<double>, max_congestion, std::nullopt,
           "place: skip nodes more congested than this (0..1)");
 ABSL_FLAG(uint32_t, ttl, 0, "place, renew: lease in seconds; 0: the controller's default");
@@ -136,6 +139,7 @@ WeftctlOptions WeftctlOptionsFromFlags() {
   place.exclude = absl::GetFlag(FLAGS_exclude);
   place.max_racks = absl::GetFlag(FLAGS_max_racks);
   place.one_pod = absl::GetFlag(FLAGS_one_pod);
+  place.precheck_seconds = absl::GetFlag(FLAGS_precheck);
   place.max_congestion = absl::GetFlag(FLAGS_max_congestion);
   place.ttl_s = absl::GetFlag(FLAGS_ttl);
   place.gradient_bytes = absl::GetFlag(FLAGS_gradient_bytes);

@@ -160,6 +160,20 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   EXPECT_THAT(failed.out, ::testing::ContainsRegex("a1 +pass")) << failed.out;
   EXPECT_THAT(failed.out, ::testing::ContainsRegex("b5 +pass")) << failed.out;
 
+  // Placement with a pre-job check leaves b3 out: first placed on the three nodes it may
+  // use, b3 fails the check, and the job is placed again on the other three.
+  CommandResult placed = cluster_.Weftctl(
+      {"place", "--job", "precheck-job", "--nodes", "3", "--within", "a1,b3,b5,a2",
+       "--precheck", "3", "--output", "json"},
+      absl::Seconds(30));
+  ASSERT_EQ(placed.exit_status, 0) << placed.out << placed.err;
+  EXPECT_THAT(placed.out, ::testing::Not(::testing::HasSubstr("\"node\": \"b3\",\n    \"gpu")))
+      << placed.out;
+  EXPECT_THAT(placed.out, ::testing::HasSubstr("\"precheck\"")) << placed.out;
+  CommandResult reservations = cluster_.Weftctl({"reservations"});
+  EXPECT_THAT(reservations.out, ::testing::HasSubstr("precheck-job"));
+  std::cerr << "placement with precheck:\n" << placed.out << "\n";
+
   // Back: the verdict clears.
   ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "out"}), 0);
   ASSERT_TRUE(weft::testing::WaitFor("the verdict cleared", absl::Seconds(40),

@@ -5,15 +5,63 @@
 #include "common/grpc_status.h"
 
 namespace weft::controller {
-PlacementServiceImpl::PlacementServiceImpl(PlacementManager* placement)
-    : placement_(placement) {}
+PlacementServiceImpl::PlacementServiceImpl(PlacementManager* placement,
+                                           PingmeshManager* pingmesh)
+    : placement_(placement), pingmesh_(pingmesh) {}
 
 grpc::ServerUnaryReactor* PlacementServiceImpl::Place(grpc::CallbackServerContext* context,
                                                       const weft::v1::PlacementRequest* request,
                                                       weft::v1::PlacementResponse* response) {
   absl::StatusOr<weft::v1::PlacementResponse> placed = placement_->Place(*request);
-  if (placed.ok()) *response = *std::move(placed);
-  return FinishWith(context, placed.status());
+  if (!placed.ok() || request->precheck_seconds() == 0) {
+    if (placed.ok()) *response = *std::move(placed);
+    return FinishWith(context, placed.status());
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (pingmesh_ == nullptr) {
+    placement_->Release(placed->reservation_id()).IgnoreError();
+    reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(
+        "precheck_seconds asks for a pre-job check, which this controller cannot run")));
+    return reactor;
+  }
+  weft::v1::CheckRequest check;
+  for (const std::string& node : placed->ring_order()) check.add_nodes(node);
+  check.set_seconds(request->precheck_seconds());
+  auto answer = [this, reactor, response, request = *request,
+                 first = *placed](absl::StatusOr<weft::v1::CheckResponse> checked) mutable {
+    if (!checked.ok()) {
+      // The reservation would be unchecked: release it and say why.
+      placement_->Release(first.reservation_id()).IgnoreError();
+      reactor->Finish(ToGrpcStatus(checked.status()));
+      return;
+    }
+    std::vector<std::string> failed;
+    for (const weft::v1::NodeCheck& node : checked->nodes()) {
+      if (!node.passed()) failed.push_back(node.node());
+    }
+    if (failed.empty()) {
+      *response = std::move(first);
+      *response->mutable_precheck() = *std::move(checked);
+      reactor->Finish(grpc::Status::OK);
+      return;
+    }
+    // Placed again without the nodes that failed.
+    placement_->Release(first.reservation_id()).IgnoreError();
+    for (const std::string& node : failed) {
+      request.mutable_constraints()->add_exclude_nodes(node);
+    }
+    absl::StatusOr<weft::v1::PlacementResponse> again = placement_->Place(request);
+    if (again.ok()) {
+      *response = *std::move(again);
+      *response->mutable_precheck() = *std::move(checked);
+    }
+    reactor->Finish(ToGrpcStatus(again.status()));
+  };
+  if (absl::Status started = pingmesh_->StartCheck(check, std::move(answer)); !started.ok()) {
+    placement_->Release(placed->reservation_id()).IgnoreError();
+    reactor->Finish(ToGrpcStatus(started));
+  }
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PlacementServiceImpl::Release(

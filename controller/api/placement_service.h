@@ -10,10 +10,15 @@
 // answers every reservation with it and the congestion on the job's nodes.
 //
 // Handlers run on gRPC's callback threads and finish inline; Place holds the
-// reservation book's mutex while the engine runs (milliseconds). Thread-safe.
+// reservation book's mutex while the engine runs (milliseconds). A Place with
+// precheck_seconds reserves, then runs the pingmesh pre-job check on the placed nodes
+// (PingmeshManager::StartCheck) and answers from its callback: the placement when every
+// node passed, else the job placed once more without the nodes that failed (the first
+// reservation released), with the check in `precheck`. Thread-safe.
 #ifndef WEFT_CONTROLLER_API_PLACEMENT_SERVICE_H_
 #define WEFT_CONTROLLER_API_PLACEMENT_SERVICE_H_
 
+#include "controller/pingmesh/pingmesh_manager.h"
 #include "controller/placement/placement_manager.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/placement.grpc.pb.h"
@@ -23,8 +28,9 @@ namespace weft::controller {
 
 class PlacementServiceImpl final : public weft::v1::PlacementService::CallbackService {
  public:
-  // `placement` must outlive the service.
-  explicit PlacementServiceImpl(PlacementManager* placement);
+  // `placement` and `pingmesh` (nullptr: no pre-job checks) must outlive the service.
+  explicit PlacementServiceImpl(PlacementManager* placement,
+                                PingmeshManager* pingmesh = nullptr);
 
   PlacementServiceImpl(const PlacementServiceImpl&) = delete;
   PlacementServiceImpl& operator=(const PlacementServiceImpl&) = delete;
@@ -53,6 +59,7 @@ class PlacementServiceImpl final : public weft::v1::PlacementService::CallbackSe
 
  private:
   PlacementManager* const placement_;
+  PingmeshManager* const pingmesh_;
 };
 
 }  // namespace weft::controller
