@@ -9,9 +9,11 @@
 //      a node whose NICs are all blamed is blamed as unreachable instead);
 //   3. switch: most streams through it lost probes in the latest window;
 //   4. link: over the horizon (the last `horizon_windows` windows), 007's votes pick the
-//      candidate links (every stream with a loss gives 1/h to each of its h links; blame
-//      the top link, drop the streams it explains, repeat while the top holds at least
-//      `vote_threshold` of all votes), then NetBouncer's tomography over every stream
+//      candidate links (every stream with a loss gives 1/h to each of its h links; take
+//      the top link, drop the streams it explains, repeat among the links whose
+//      remaining streams still lost `min_losses` probes: an absolute bar, where 007's
+//      share of all votes let a fleet's other losses hold back a link with enough
+//      evidence of its own), then NetBouncer's tomography over every stream
 //      through a candidate estimates each candidate's loss rate (coordinate descent on
 //      Σ_p w_p (y_p − Π x_l)² + λ Σ x_l (1 − x_l), w_p the stream's share of probes); a
 //      candidate is blamed when its estimated loss is at least `tau_link` and the losses
@@ -67,7 +69,6 @@ struct LocaliserOptions {
   double switch_lossy_share = 0.5;
   int switch_min_streams = 8;
   // Link: 007 votes, then tomography.
-  double vote_threshold = 0.0025;
   int max_candidates = 64;
   double lambda = 0.01;
   int max_rounds = 100;

@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
     if (absl::GetFlag(FLAGS_verbose)) {
       for (const std::string& w : trial->wrong) std::printf("  wrong: %s\n", w.c_str());
       for (const auto& f : trial->faults) {
+        if (f.kind == weft::bench::FaultKind::kGrayTarget) {
+          std::printf("  gray target: %s detected after %.2f s\n", f.component.c_str(),
+                      f.detect_s);
+        }
         if (!f.detected) {
           std::printf("  missed: %s %s drop %.2g\n", weft::bench::FaultKindName(f.kind),
                       f.component.c_str(), f.drop);
