@@ -114,6 +114,7 @@ class Evaluation {
   pingmesh::PinglistPlan plan_;
   std::vector<pingmesh::ProbeKey> keys_;
   std::vector<sim::ProbeStream> streams_;
+  std::vector<double> probes_per_s_;  // by stream, from its pinglist entry
 };
 
 }  // namespace weft::bench
