@@ -397,16 +397,24 @@ void Localiser::BlameNics(std::vector<bool>* explained, std::vector<Verdict>* bl
     if (high[i]) count(i);  // its share against the final set of NICs found losing
   }
   // A peer's share over its streams with no high-loss NIC at the other end: a dead NIC
-  // makes its peers lose the probes they send it, and that is not their fault.
+  // makes its peers lose the probes they send it, and that is not their fault. Over the
+  // streams that stay under the peer's ToR where it has any: the ToR is what the peers
+  // vouch for, and streams through the spines carry the uplinks' faults too (a black-
+  // holed uplink costs every NIC under its ToR an eighth of those, and where they are
+  // most of its probes that passed for a lossy ToR).
   auto peer_share = [&](int j) {
-    int64_t peer_sent = 0, peer_lost = 0;
+    int64_t peer_sent[2] = {0, 0}, peer_lost[2] = {0, 0};  // under its ToR; all
     for (int s : nic_streams_[j]) {
       const Counts& stream = counts_[s];
       if (high[stream.src_nic] || high[stream.dst_nic]) continue;
-      peer_sent += stream.last_sent;
-      peer_lost += stream.last_lost;
+      bool local = nics_[stream.src_nic].tor == nics_[stream.dst_nic].tor;
+      for (int k = local ? 0 : 1; k < 2; ++k) {
+        peer_sent[k] += stream.last_sent;
+        peer_lost[k] += stream.last_lost;
+      }
     }
-    return peer_sent == 0 ? -1.0 : static_cast<double>(peer_lost) / peer_sent;
+    int k = peer_sent[0] > 0 ? 0 : 1;
+    return peer_sent[k] == 0 ? -1.0 : static_cast<double>(peer_lost[k]) / peer_sent[k];
   };
   // Peers: the NICs under the same ToR on other nodes that are not losing probes
   // themselves; without any, the node's other NICs. With none at all the NIC cannot be

@@ -4,8 +4,9 @@
 //   1. host: its software delay (sender or responder) is high while the network round
 //      trip of its streams is normal: a slow host, not a slow network;
 //   2. NIC: a large share of its probes is lost in the latest window, on most of its
-//      streams (a lossy path loses a few streams hard), while the NICs under
-//      the same ToR are fine (a NIC and its cable are one component to round-trip probes;
+//      streams (a lossy path loses a few streams hard), while the NICs under the same
+//      ToR are fine on their streams under that ToR (those through the spines carry the
+//      uplinks' faults too; a NIC and its cable are one component to round-trip probes;
 //      a node whose NICs are all blamed is blamed as unreachable instead);
 //   3. switch: most streams through it lost probes in the latest window;
 //   4. link: over the horizon (the last `horizon_windows` windows), 007's votes pick the

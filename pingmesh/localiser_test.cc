@@ -217,12 +217,27 @@ TEST(LocaliserTest, SlowHostIsBlamedAsHostOnly) {
   EXPECT_EQ(harness.localiser().ActiveVerdicts()[0].problem, Problem::kSlow);
 }
 
-TEST(LocaliserTest, TwoConcurrentFaultsAreBothNamed) {
+// What is active after 12 windows of a lossy link and a dead NIC.
+std::vector<std::string> ActiveWithLossyLinkAndDeadNic(const std::string& from,
+                                                       const std::string& to, double drop,
+                                                       const std::string& dead_nic) {
   Harness harness;
-  harness.drop[harness.fabric().LinkId("t0", "s1")] = 0.05;
-  harness.dead_nics.insert("h5/mlx5_1");
+  harness.drop[harness.fabric().LinkId(from, to)] = drop;
+  harness.dead_nics.insert(dead_nic);
   harness.Run(12);
-  EXPECT_THAT(harness.Active(), ElementsAre("nic h5/mlx5_1", "link t0->s1"));
+  return harness.Active();
+}
+
+TEST(LocaliserTest, TwoConcurrentFaultsAreBothNamed) {
+  EXPECT_THAT(ActiveWithLossyLinkAndDeadNic("t0", "s1", 0.05, "h5/mlx5_1"),
+              ElementsAre("nic h5/mlx5_1", "link t0->s1"));
+}
+
+TEST(LocaliserTest, DeadNicIsBlamedBesideABlackHoledUplinkOfItsToR) {
+  // The black hole costs h0/mlx5_0's ToR peers a third of their probes, all on streams
+  // through the spines; their streams under the ToR are clean, and those say the ToR is.
+  EXPECT_THAT(ActiveWithLossyLinkAndDeadNic("t0", "s0", 1.0, "h0/mlx5_0"),
+              ElementsAre("nic h0/mlx5_0", "link t0->s0"));
 }
 
 TEST(LocaliserTest, AllNicsDeadBlamesTheHost) {
