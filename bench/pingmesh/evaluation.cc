@@ -210,7 +210,12 @@ absl::StatusOr<TrialResult> Evaluation::RunTrial(uint64_t seed) {
     }
     for (const pingmesh::Verdict& v : changes.raised) {
       std::vector<int> found = w >= onset ? matches(v) : std::vector<int>{};
-      if (found.empty()) ++result.wrong_raises;
+      if (found.empty()) {
+        ++result.wrong_raises;
+        result.wrongly_raised.push_back(absl::StrCat(
+            pingmesh::ComponentKindName(v.kind), " ", v.component, " at ",
+            (w + 1 - onset) * window_s, " s (", v.evidence, ")"));
+      }
       for (int f : found) {
         if (result.faults[f].detect_s < 0) result.faults[f].detect_s = (w + 1 - onset) * window_s;
       }

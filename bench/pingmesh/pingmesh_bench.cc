@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
                 trial->probe_ms_per_window);
     if (absl::GetFlag(FLAGS_verbose)) {
       for (const std::string& w : trial->wrong) std::printf("  wrong: %s\n", w.c_str());
+      for (const std::string& w : trial->wrongly_raised) {
+        std::printf("  wrongly raised: %s\n", w.c_str());
+      }
       for (const auto& f : trial->faults) {
         if (f.kind == weft::bench::FaultKind::kGrayTarget) {
           std::printf("  gray target: %s detected after %.2f s\n", f.component.c_str(),
