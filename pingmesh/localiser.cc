@@ -83,9 +83,7 @@ absl::Status Localiser::ValidateOptions(const LocaliserOptions& o) {
   if (!(o.switch_lossy_share > 0 && o.switch_lossy_share <= 1)) {
     return bad("switch_lossy_share", o.switch_lossy_share, "accepted: (0, 1]");
   }
-  if (!(o.vote_threshold >= 0 && o.vote_threshold < 1)) {
-    return bad("vote_threshold", o.vote_threshold, "accepted: [0, 1)");
-  }
+  if (!(o.min_losses >= 1)) return bad("min_losses", o.min_losses, "accepted: >= 1");
   if (!(o.tau_link > 0 && o.tau_link < 1)) return bad("tau_link", o.tau_link, "accepted: (0, 1)");
   if (!(o.lambda >= 0 && o.lambda < 1)) return bad("lambda", o.lambda, "accepted: [0, 1)");
   if (o.max_rounds < 1 || o.max_candidates < 1) {
@@ -399,16 +397,24 @@ void Localiser::BlameNics(std::vector<bool>* explained, std::vector<Verdict>* bl
     if (high[i]) count(i);  // its share against the final set of NICs found losing
   }
   // A peer's share over its streams with no high-loss NIC at the other end: a dead NIC
-  // makes its peers lose the probes they send it, and that is not their fault.
+  // makes its peers lose the probes they send it, and that is not their fault. Over the
+  // streams that stay under the peer's ToR where it has any: the ToR is what the peers
+  // vouch for, and streams through the spines carry the uplinks' faults too (a black-
+  // holed uplink costs every NIC under its ToR an eighth of those, and where they are
+  // most of its probes that passed for a lossy ToR).
   auto peer_share = [&](int j) {
-    int64_t peer_sent = 0, peer_lost = 0;
+    int64_t peer_sent[2] = {0, 0}, peer_lost[2] = {0, 0};  // under its ToR; all
     for (int s : nic_streams_[j]) {
       const Counts& stream = counts_[s];
       if (high[stream.src_nic] || high[stream.dst_nic]) continue;
-      peer_sent += stream.last_sent;
-      peer_lost += stream.last_lost;
+      bool local = nics_[stream.src_nic].tor == nics_[stream.dst_nic].tor;
+      for (int k = local ? 0 : 1; k < 2; ++k) {
+        peer_sent[k] += stream.last_sent;
+        peer_lost[k] += stream.last_lost;
+      }
     }
-    return peer_sent == 0 ? -1.0 : static_cast<double>(peer_lost) / peer_sent;
+    int k = peer_sent[0] > 0 ? 0 : 1;
+    return peer_sent[k] == 0 ? -1.0 : static_cast<double>(peer_lost[k]) / peer_sent[k];
   };
   // Peers: the NICs under the same ToR on other nodes that are not losing probes
   // themselves; without any, the node's other NICs. With none at all the NIC cannot be
@@ -510,31 +516,59 @@ void Localiser::BlameLinks(const std::vector<bool>& explained, std::vector<Verdi
     }
   }
   if (lossy.empty()) return;
-  absl::flat_hash_map<int, double> votes;
+  // Candidates in 007's greedy order (most votes first; a pick takes its streams' votes
+  // and losses away from the other links), among the links whose streams not yet
+  // taken by an earlier pick still hold `min_losses` losses (what the tomography asks
+  // of a blamed link). 007 stops instead when the top link holds under a share of all
+  // votes; with every lossy stream of the fleet in the total (each healthy link's rare
+  // loss, each link dropping 1e-2), that share grew with the fleet and the other faults,
+  // and a 1e-3 link whose four losses had come in waited for several more.
+  struct Tally {
+    double votes = 0;
+    int64_t losses = 0;
+  };
+  absl::flat_hash_map<int, Tally> tally;
   for (int s : lossy) {
     double share = 1.0 / streams_[s].classes.size();
-    for (int c : streams_[s].classes) votes[c] += share;
+    for (int c : streams_[s].classes) {
+      Tally& t = tally[c];
+      t.votes += share;
+      t.losses += streams_[s].lost_h;
+    }
   }
-  const double total = static_cast<double>(lossy.size());
+  for (auto it = tally.begin(); it != tally.end();) {
+    if (it->second.losses < options_.min_losses) {
+      tally.erase(it++);
+    } else {
+      ++it;
+    }
+  }
   std::vector<bool> voted_out(streams_.size(), false);
   std::vector<int> candidates;
   while (static_cast<int>(candidates.size()) < options_.max_candidates) {
     int top = -1;
     double top_votes = 0;
-    for (const auto& [c, v] : votes) {
-      if (v > top_votes + 1e-12 || (std::abs(v - top_votes) <= 1e-12 && top >= 0 && c < top)) {
-        top = c, top_votes = v;
+    for (const auto& [c, t] : tally) {
+      if (t.votes > top_votes + 1e-12 ||
+          (std::abs(t.votes - top_votes) <= 1e-12 && top >= 0 && c < top)) {
+        top = c, top_votes = t.votes;
       }
     }
-    if (top < 0 || top_votes <= 1e-9 || top_votes < options_.vote_threshold * total) break;
+    if (top < 0 || top_votes <= 1e-9) break;
     candidates.push_back(top);
+    tally.erase(top);
     for (int s : class_streams_[top]) {
       if (voted_out[s] || explained[s] || streams_[s].lost_h == 0) continue;
       voted_out[s] = true;
       double share = 1.0 / streams_[s].classes.size();
-      for (int c : streams_[s].classes) votes[c] -= share;
+      for (int c : streams_[s].classes) {
+        auto it = tally.find(c);
+        if (it == tally.end()) continue;
+        it->second.votes -= share;
+        it->second.losses -= streams_[s].lost_h;
+        if (it->second.losses < options_.min_losses) tally.erase(it);
+      }
     }
-    votes.erase(top);
   }
 
   // NetBouncer's tomography over every stream through a candidate; links that are not

@@ -4,14 +4,17 @@
 //   1. host: its software delay (sender or responder) is high while the network round
 //      trip of its streams is normal: a slow host, not a slow network;
 //   2. NIC: a large share of its probes is lost in the latest window, on most of its
-//      streams (a lossy path loses a few streams hard), while the NICs under
-//      the same ToR are fine (a NIC and its cable are one component to round-trip probes;
+//      streams (a lossy path loses a few streams hard), while the NICs under the same
+//      ToR are fine on their streams under that ToR (those through the spines carry the
+//      uplinks' faults too; a NIC and its cable are one component to round-trip probes;
 //      a node whose NICs are all blamed is blamed as unreachable instead);
 //   3. switch: most streams through it lost probes in the latest window;
 //   4. link: over the horizon (the last `horizon_windows` windows), 007's votes pick the
-//      candidate links (every stream with a loss gives 1/h to each of its h links; blame
-//      the top link, drop the streams it explains, repeat while the top holds at least
-//      `vote_threshold` of all votes), then NetBouncer's tomography over every stream
+//      candidate links (every stream with a loss gives 1/h to each of its h links; take
+//      the top link, drop the streams it explains, repeat among the links whose
+//      remaining streams still lost `min_losses` probes: an absolute bar, where 007's
+//      share of all votes let a fleet's other losses hold back a link with enough
+//      evidence of its own), then NetBouncer's tomography over every stream
 //      through a candidate estimates each candidate's loss rate (coordinate descent on
 //      Σ_p w_p (y_p − Π x_l)² + λ Σ x_l (1 − x_l), w_p the stream's share of probes); a
 //      candidate is blamed when its estimated loss is at least `tau_link` and the losses
@@ -67,7 +70,6 @@ struct LocaliserOptions {
   double switch_lossy_share = 0.5;
   int switch_min_streams = 8;
   // Link: 007 votes, then tomography.
-  double vote_threshold = 0.0025;
   int max_candidates = 64;
   double lambda = 0.01;
   int max_rounds = 100;

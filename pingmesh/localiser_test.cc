@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -216,12 +217,27 @@ TEST(LocaliserTest, SlowHostIsBlamedAsHostOnly) {
   EXPECT_EQ(harness.localiser().ActiveVerdicts()[0].problem, Problem::kSlow);
 }
 
-TEST(LocaliserTest, TwoConcurrentFaultsAreBothNamed) {
+// What is active after 12 windows of a lossy link and a dead NIC.
+std::vector<std::string> ActiveWithLossyLinkAndDeadNic(const std::string& from,
+                                                       const std::string& to, double drop,
+                                                       const std::string& dead_nic) {
   Harness harness;
-  harness.drop[harness.fabric().LinkId("t0", "s1")] = 0.05;
-  harness.dead_nics.insert("h5/mlx5_1");
+  harness.drop[harness.fabric().LinkId(from, to)] = drop;
+  harness.dead_nics.insert(dead_nic);
   harness.Run(12);
-  EXPECT_THAT(harness.Active(), ElementsAre("nic h5/mlx5_1", "link t0->s1"));
+  return harness.Active();
+}
+
+TEST(LocaliserTest, TwoConcurrentFaultsAreBothNamed) {
+  EXPECT_THAT(ActiveWithLossyLinkAndDeadNic("t0", "s1", 0.05, "h5/mlx5_1"),
+              ElementsAre("nic h5/mlx5_1", "link t0->s1"));
+}
+
+TEST(LocaliserTest, DeadNicIsBlamedBesideABlackHoledUplinkOfItsToR) {
+  // The black hole costs h0/mlx5_0's ToR peers a third of their probes, all on streams
+  // through the spines; their streams under the ToR are clean, and those say the ToR is.
+  EXPECT_THAT(ActiveWithLossyLinkAndDeadNic("t0", "s0", 1.0, "h0/mlx5_0"),
+              ElementsAre("nic h0/mlx5_0", "link t0->s0"));
 }
 
 TEST(LocaliserTest, AllNicsDeadBlamesTheHost) {
@@ -266,6 +282,92 @@ TEST(LocaliserTest, DeadNicThatComesBackIsCleared) {
   harness.Run(20);
   EXPECT_TRUE(harness.Active().empty()) << "the dead NIC's losses were explained, not left "
                                            "to blame its cable";
+}
+
+// A fleet in one picture: NICs n0..n(nics-1) cabled to one ToR, every stream two hops
+// each way, so a stream crosses two cables (each cable's two directions one component).
+class StarFleet : public PathResolver {
+ public:
+  explicit StarFleet(int nics) {
+    for (int n = 0; n < nics; ++n) {
+      std::string nic = absl::StrCat("n", n, "/mlx5_0");
+      links_.push_back({nic + "->t", nic, "t", false, true});
+      links_.push_back({"t->" + nic, "t", nic, true, false});
+    }
+  }
+  absl::StatusOr<ProbePath> Resolve(const ProbeKey& key) override {
+    int a = std::stoi(key.src_node.substr(1)), b = std::stoi(key.dst_node.substr(1));
+    if (a == b) return absl::InvalidArgumentError("to itself");
+    return ProbePath{{2 * a, 2 * b + 1}, {2 * b, 2 * a + 1}};
+  }
+  const LinkInfo& Link(int id) const override { return links_[id]; }
+
+ private:
+  std::vector<LinkInfo> links_;
+};
+
+ProbeKey FleetKey(int a, int b) {
+  return {absl::StrCat("n", a), "mlx5_0", absl::StrCat("n", b), "mlx5_0", 0xC000, 3};
+}
+
+// Feeds `windows` windows of 20 probes per stream; `losses` says which (window, stream)
+// loses one (a NIC with one stream then loses 5 % of its probes: under nic_loss_share).
+// Returns the window (1-based) in which each component was raised.
+std::map<std::string, int> RunFleet(const std::vector<ProbeKey>& keys,
+                                    const std::set<std::pair<int, int>>& losses,
+                                    int windows) {
+  StarFleet fleet(2100);
+  Localiser localiser(&fleet, LocaliserOptions{});
+  std::map<std::string, int> raised;
+  absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  for (int w = 1; w <= windows; ++w) {
+    for (int s = 0; s < static_cast<int>(keys.size()); ++s) {
+      ProbeWindow window{keys[s], now, now + absl::Milliseconds(250), 20,
+                         losses.count({w, s}) ? 1 : 0};
+      window.rtt_p50_us = 5;
+      window.sender_host_delay_us = window.responder_host_delay_us = 10;
+      EXPECT_TRUE(localiser.Add(window).ok());
+    }
+    now += absl::Milliseconds(250);
+    for (const Verdict& v : localiser.EndWindow(now).raised) {
+      raised.emplace(absl::StrCat(ComponentKindName(v.kind), " ", v.component), w);
+    }
+  }
+  return raised;
+}
+
+// n0 probes 40 peers and its cable loses one probe in windows 5, 10, 15, ... up to
+// `n0_losses`; besides, 1,000 streams of a large fleet each lose one probe in the first
+// 4 windows, each on cables no other stream crosses: a healthy fleet's rare losses.
+void FleetWithCableLosses(int n0_losses, std::vector<ProbeKey>* keys,
+                          std::set<std::pair<int, int>>* losses) {
+  for (int peer = 1; peer <= 40; ++peer) keys->push_back(FleetKey(0, peer));
+  for (int i = 1; i <= n0_losses; ++i) losses->insert({5 * i, i - 1});
+  for (int k = 0; k < 1000; ++k) {
+    losses->insert({1 + k % 4, static_cast<int>(keys->size())});
+    keys->push_back(FleetKey(100 + 2 * k, 101 + 2 * k));
+  }
+}
+
+TEST(LocaliserTest, GrayLinkIsBlamedOnItsOwnLossesHoweverManyStreamsLoseElsewhere) {
+  // n0's cable loses one probe in windows 5, 10, 15 and 20 (min_losses = 4). 007's
+  // stopping rule (the top link needs 0.25 % of all lossy streams' votes) asked 2.5
+  // votes of it with 1,004 lossy streams; its four streams give it 2, so it waited for
+  // the fleet's other losses to age out of the horizon.
+  std::vector<ProbeKey> keys;
+  std::set<std::pair<int, int>> losses;
+  FleetWithCableLosses(4, &keys, &losses);
+  std::map<std::string, int> raised = RunFleet(keys, losses, 30);
+  EXPECT_THAT(raised, ElementsAre(std::make_pair("link n0/mlx5_0->t + t->n0/mlx5_0", 21)))
+      << "the fourth loss came in window 20; raise_after = 2";
+}
+
+TEST(LocaliserTest, ScatteredLossesOfAHealthyFleetBlameNothing) {
+  // Three losses on n0's cable (one short of min_losses), one on every other cable.
+  std::vector<ProbeKey> keys;
+  std::set<std::pair<int, int>> losses;
+  FleetWithCableLosses(3, &keys, &losses);
+  EXPECT_THAT(RunFleet(keys, losses, 60), ::testing::IsEmpty());
 }
 
 TEST(LocaliserTest, BadWindowIsRefusedAndChangesNothing) {

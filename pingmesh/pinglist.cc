@@ -45,9 +45,15 @@ absl::Status CheckOptions(const PinglistOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("pinglist: gray_loss_rate ", o.gray_loss_rate, " must be in (0, 1)"));
   }
-  if (!(o.gray_detect_s > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pinglist: gray_detect_s ", o.gray_detect_s, " must be > 0"));
+  if (!(o.localiser_delay_s >= 0 && o.gray_detect_s > o.localiser_delay_s)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pinglist: gray_detect_s ", o.gray_detect_s, " must exceed localiser_delay_s ",
+        o.localiser_delay_s, ", which must be >= 0"));
+  }
+  if (!(o.min_probes_per_stream_per_s >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("pinglist: min_probes_per_stream_per_s ",
+                                                   o.min_probes_per_stream_per_s,
+                                                   " must be >= 0"));
   }
   if (!(o.detect_probability > 0 && o.detect_probability < 1) ||
       !(o.cover_probability > 0 && o.cover_probability < 1)) {
@@ -93,6 +99,22 @@ int ProbesToCover(int paths, double probability) {
     }
     if (miss <= 1 - probability) return k;
   }
+}
+
+double FewestStreamsPerPath(int streams, int paths, double probability) {
+  if (paths <= 1) return streams;
+  // P(Binomial(streams, 1/paths) = i), in logs: (1 − 1/paths)^streams underflows.
+  const double q = 1.0 / paths;
+  const double log_n = std::lgamma(streams + 1.0);
+  double below = 0;  // P(X < k)
+  int k = 0;
+  for (; k <= streams; ++k) {
+    double pmf = std::exp(log_n - std::lgamma(k + 1.0) - std::lgamma(streams - k + 1.0) +
+                          k * std::log(q) + (streams - k) * std::log1p(-q));
+    if (paths * (below + pmf) > 1 - probability) break;
+    below += pmf;
+  }
+  return k;
 }
 
 double LinkProbesPerSecondForDetection(double loss_rate, double seconds, double probability,
@@ -226,8 +248,13 @@ absl::StatusOr<PinglistPlan> BuildPinglists(const FabricInventory& inventory,
   }
 
   std::map<std::string, std::vector<PinglistEntry>> per_node;
-  absl::flat_hash_map<std::string, int> out_streams, in_streams;  // per NIC
-  std::map<std::string, int> crossing;                            // per ToR
+  // Streams through each NIC's cable (both ways; those it sends), inside its ToR and
+  // through the spines.
+  struct NicStreams {
+    int local = 0, local_out = 0, crossing = 0, crossing_out = 0;
+  };
+  std::map<std::string, NicStreams> nic_streams;
+  std::map<std::string, int> crossing;  // per ToR
   for (const auto& [base, kind] : streams) {
     int ports = kind == StreamKind::kRackToRack
                     ? ports_per_pair[tor_of(base.src_node, base.src_nic)]
@@ -238,75 +265,122 @@ absl::StatusOr<PinglistPlan> BuildPinglists(const FabricInventory& inventory,
       key.udp_src_port = PortOf(base, i);
       if (!used.insert(key.udp_src_port).second) continue;
       per_node[key.src_node].push_back({key, kind, 0});
-      ++out_streams[NicId(key.src_node, key.src_nic)];
-      ++in_streams[NicId(key.dst_node, key.dst_nic)];
       const std::string& src_tor = tor_of(key.src_node, key.src_nic);
       const std::string& dst_tor = tor_of(key.dst_node, key.dst_nic);
-      if (src_tor != dst_tor) ++crossing[src_tor], ++crossing[dst_tor];
+      NicStreams& src = nic_streams[NicId(key.src_node, key.src_nic)];
+      NicStreams& dst = nic_streams[NicId(key.dst_node, key.dst_nic)];
+      if (src_tor != dst_tor) {
+        ++crossing[src_tor], ++crossing[dst_tor];
+        ++src.crossing, ++src.crossing_out, ++dst.crossing;
+      } else {
+        ++src.local, ++src.local_out, ++dst.local;
+      }
     }
   }
 
   PinglistPlan plan;
   plan.required_link_probes_per_s = LinkProbesPerSecondForDetection(
-      options.gray_loss_rate, options.gray_detect_s, options.detect_probability,
-      options.min_losses);
-  // Streams per second per direction on the least-probed NIC cable and ToR uplink, per
-  // unit of stream rate: a stream's probe and its answer cross both ends' cables once
-  // each way, and one of the uplinks of each ToR it leaves or enters.
-  double min_nic_streams = 0, min_uplink_streams = 0;
-  bool have_nic = false, have_uplink = false;
-  for (const auto& [name, node] : nodes) {
-    for (const NicSpec& nic : node->nics) {
-      std::string id = NicId(name, nic.name);
-      double n = out_streams[id] + in_streams[id];
-      if (n == 0) continue;
-      if (!have_nic || n < min_nic_streams) min_nic_streams = n, have_nic = true;
-    }
-  }
+      options.gray_loss_rate, options.gray_detect_s - options.localiser_delay_s,
+      options.detect_probability, options.min_losses);
+  const double required = plan.required_link_probes_per_s;
+  // Two rates: streams that cross the spines (the only probes an uplink sees) and streams
+  // inside a ToR (which only NIC cables see). One rate for all made the ToR mesh, the
+  // most streams, pay for the uplinks.
+  // Uplinks: a ToR's crossing streams land on its uplinks by the switches' ECMP hash, so
+  // the least-loaded uplink gets fewer than the mean; size for the fewest streams any of
+  // them gets with probability cover_probability (each direction half of the miss).
+  double fewest_uplink_streams = -1;
   for (const auto& [name, count] : crossing) {
-    double n = static_cast<double>(count) / tors.at(name)->uplinks;
-    if (!have_uplink || n < min_uplink_streams) min_uplink_streams = n, have_uplink = true;
+    double fewest = FewestStreamsPerPath(count, tors.at(name)->uplinks,
+                                         1 - (1 - options.cover_probability) / 2);
+    if (fewest_uplink_streams < 0 || fewest < fewest_uplink_streams) {
+      fewest_uplink_streams = fewest;
+    }
   }
-  double least = have_uplink ? std::min(min_nic_streams, min_uplink_streams) : min_nic_streams;
-  double rate = least > 0 ? std::ceil(plan.required_link_probes_per_s / least) : 0;
+  double crossing_rate = options.min_probes_per_stream_per_s;
+  if (fewest_uplink_streams > 0) {
+    crossing_rate = std::max(crossing_rate, required / fewest_uplink_streams);
+  }
+  // NIC cables: a NIC's streams both ways cross its cable once each way; a NIC with no
+  // stream inside its ToR leans on the crossing rate alone.
+  for (const auto& [id, streams] : nic_streams) {
+    if (streams.local == 0 && streams.crossing > 0) {
+      crossing_rate = std::max(crossing_rate, required / streams.crossing);
+    }
+  }
+  crossing_rate = std::ceil(crossing_rate);
+  double local_rate = options.min_probes_per_stream_per_s;
+  for (const auto& [id, streams] : nic_streams) {
+    if (streams.local > 0) {
+      local_rate =
+          std::max(local_rate, (required - streams.crossing * crossing_rate) / streams.local);
+    }
+  }
+  local_rate = std::ceil(local_rate);
   // Budgets: the busiest sender, and each NIC's busier direction (a probe out, two answers
-  // back per probe it answers).
-  double cap = rate;
+  // back per probe it answers). Over budget, both rates shrink by the same factor.
+  auto node_probes = [&](const std::vector<PinglistEntry>& entries, double local,
+                         double cross) {
+    double sum = 0;
+    for (const PinglistEntry& e : entries) {
+      sum += tor_of(e.key.src_node, e.key.src_nic) == tor_of(e.key.dst_node, e.key.dst_nic)
+                 ? local
+                 : cross;
+    }
+    return sum;
+  };
+  auto nic_share = [&](const std::string& id, double bps, double local, double cross) {
+    const NicStreams& n = nic_streams[id];
+    double out = n.local_out * local + n.crossing_out * cross;
+    double in = (n.local - n.local_out) * local + (n.crossing - n.crossing_out) * cross;
+    return std::max(out + 2 * in, in + 2 * out) * options.probe_wire_bytes * 8 / bps;
+  };
+  double scale = 1;
   for (const auto& [node, entries] : per_node) {
-    if (!entries.empty()) cap = std::min(cap, options.max_probes_per_node_per_s / entries.size());
+    double probes = node_probes(entries, local_rate, crossing_rate);
+    if (probes > 0) scale = std::min(scale, options.max_probes_per_node_per_s / probes);
   }
   for (const auto& [name, node] : nodes) {
     for (const NicSpec& nic : node->nics) {
-      std::string id = NicId(name, nic.name);
-      double packets = std::max(out_streams[id] + 2.0 * in_streams[id],
-                                in_streams[id] + 2.0 * out_streams[id]);
-      if (packets > 0) {
-        cap = std::min(cap, options.max_nic_capacity_share * nic.bps /
-                                (packets * options.probe_wire_bytes * 8));
-      }
+      double share = nic_share(NicId(name, nic.name), nic.bps, local_rate, crossing_rate);
+      if (share > 0) scale = std::min(scale, options.max_nic_capacity_share / share);
     }
   }
-  if (cap < rate) {
-    plan.meets_detection_target = false;
-    rate = cap;
+  local_rate *= scale;
+  crossing_rate *= scale;
+  plan.local_probes_per_s = local_rate;
+  plan.crossing_probes_per_s = crossing_rate;
+  bool have_nic = false;
+  for (const auto& [id, streams] : nic_streams) {
+    double probes = streams.local * local_rate + streams.crossing * crossing_rate;
+    if (probes == 0) continue;
+    if (!have_nic || probes < plan.min_nic_link_probes_per_s) {
+      plan.min_nic_link_probes_per_s = probes, have_nic = true;
+    }
   }
-  plan.probes_per_stream_per_s = rate;
-  plan.min_nic_link_probes_per_s = min_nic_streams * rate;
-  plan.min_uplink_probes_per_s = min_uplink_streams * rate;
+  plan.min_uplink_probes_per_s = std::max(0.0, fewest_uplink_streams) * crossing_rate;
+  // 1e-9: the rates were rounded up, and a budget's factor may land exactly on the need.
+  plan.meets_detection_target =
+      plan.min_nic_link_probes_per_s >= required * (1 - 1e-9) &&
+      (crossing.empty() || plan.min_uplink_probes_per_s >= required * (1 - 1e-9));
   for (auto& [node, entries] : per_node) {
-    for (PinglistEntry& entry : entries) entry.probes_per_s = rate;
+    for (PinglistEntry& entry : entries) {
+      entry.probes_per_s = tor_of(entry.key.src_node, entry.key.src_nic) ==
+                                   tor_of(entry.key.dst_node, entry.key.dst_nic)
+                               ? local_rate
+                               : crossing_rate;
+    }
     std::sort(entries.begin(), entries.end(),
               [](const PinglistEntry& a, const PinglistEntry& b) { return a.key < b.key; });
     plan.streams += entries.size();
-    plan.max_node_probes_per_s = std::max(plan.max_node_probes_per_s, entries.size() * rate);
+    plan.max_node_probes_per_s =
+        std::max(plan.max_node_probes_per_s, node_probes(entries, local_rate, crossing_rate));
   }
   for (const auto& [name, node] : nodes) {
     for (const NicSpec& nic : node->nics) {
-      std::string id = NicId(name, nic.name);
-      double packets = std::max(out_streams[id] + 2.0 * in_streams[id],
-                                in_streams[id] + 2.0 * out_streams[id]);
-      plan.max_nic_capacity_share = std::max(
-          plan.max_nic_capacity_share, packets * rate * options.probe_wire_bytes * 8 / nic.bps);
+      plan.max_nic_capacity_share =
+          std::max(plan.max_nic_capacity_share,
+                   nic_share(NicId(name, nic.name), nic.bps, local_rate, crossing_rate));
     }
     plan.pinglists.push_back({name, std::move(per_node[name])});
   }

@@ -11,10 +11,15 @@
 // Source ports are derived from the stream's names (stable across recomputations); a
 // rack-to-rack pair gets more than one when its ToR has few streams leaving it, so that
 // every uplink is crossed by some stream with probability `cover_probability`.
-// One rate for every stream, sized so the least-probed link (a NIC's cable, or a ToR
-// uplink) carries enough probes to see gray loss of `gray_loss_rate` within
-// `gray_detect_s` with probability `detect_probability`, rounded up to whole probes/s,
-// then capped by the per-node budget and by `max_nic_capacity_share` of a NIC's line rate.
+// Two rates, rounded up to whole probes/s: one for the streams that cross the spines, sized
+// so the least-loaded ToR uplink (the fewest streams ECMP gives any uplink, with
+// probability `cover_probability`) carries enough probes to see gray loss of
+// `gray_loss_rate` within `gray_detect_s` with probability `detect_probability`; one for
+// the streams inside a ToR, sized so every NIC cable (which both kinds cross) does too.
+// "Within gray_detect_s" leaves the localiser `localiser_delay_s` to raise its verdict
+// after the `min_losses`-th loss. Both rates are at least `min_probes_per_stream_per_s`,
+// and both shrink by one factor where the per-node budget or `max_nic_capacity_share` of
+// a NIC's line rate would be exceeded.
 //
 // Pure logic, deterministic: the same inventory gives the same pinglists.
 #ifndef WEFT_PINGMESH_PINGLIST_H_
@@ -59,6 +64,12 @@ struct PinglistOptions {
   double gray_detect_s = 5;
   double detect_probability = 0.95;
   int min_losses = 4;
+  // The localiser raises a link at the end of the window after the one in which the
+  // min_losses-th loss came (LocaliserOptions::raise_after = 2 windows of 250 ms), so the
+  // losses must be in this much before gray_detect_s.
+  double localiser_delay_s = 0.5;
+  // R-Pingmesh's ToR-mesh rate: a NIC fault shows within 100 ms on every stream.
+  double min_probes_per_stream_per_s = 10;
   // Budgets: probes sent per node per second, and the probe traffic's share of a NIC's
   // line rate (a probe and its two answers, `probe_wire_bytes` each on the wire).
   double max_probes_per_node_per_s = 8000;
@@ -83,9 +94,11 @@ struct Pinglist {
 
 struct PinglistPlan {
   std::vector<Pinglist> pinglists;  // one per node, sorted by node name
-  double probes_per_stream_per_s = 0;
+  double local_probes_per_s = 0;     // each stream inside a ToR
+  double crossing_probes_per_s = 0;  // each stream through the spines
   // What the plan gives: the least-probed NIC cable and ToR uplink (probes per second per
-  // direction, estimated from the stream counts), the busiest node and NIC.
+  // direction; an uplink's from the fewest streams ECMP gives it with probability
+  // cover_probability), the busiest node and NIC.
   double required_link_probes_per_s = 0;
   double min_nic_link_probes_per_s = 0;
   double min_uplink_probes_per_s = 0;
@@ -113,6 +126,11 @@ PinglistDiff DiffPinglists(const PinglistPlan& before, const PinglistPlan& after
 // cover them all with probability `probability`: the smallest k with
 // Σ_{i=1..N} (−1)^(i+1)·C(N,i)·(1 − i/N)^k ≤ 1 − probability (R-Pingmesh, P = 0.99).
 int ProbesToCover(int paths, double probability);
+
+// The fewest of `streams` streams, each hashed onto one of `paths` equal ECMP paths
+// (uniform, independent), that every path gets with probability `probability`: the
+// largest k with paths·P(Binomial(streams, 1/paths) < k) ≤ 1 − probability (union bound).
+double FewestStreamsPerPath(int streams, int paths, double probability);
 
 // The fewest probes per second a link must carry so that a loss rate `loss_rate` yields at
 // least `min_losses` losses within `seconds` with probability `probability` (Poisson).

@@ -1,8 +1,12 @@
 #include "pingmesh/pinglist.h"
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -77,10 +81,48 @@ TEST(PinglistTest, RatesMeetTheGrayLossTargetOnTheLeastProbedLink) {
   EXPECT_GE(plan->min_uplink_probes_per_s, plan->required_link_probes_per_s);
   EXPECT_LE(plan->max_node_probes_per_s, options.max_probes_per_node_per_s);
   EXPECT_LE(plan->max_nic_capacity_share, options.max_nic_capacity_share);
-  // Whole probes per second, never more than one above what the target needs.
-  double least = std::min(plan->min_nic_link_probes_per_s, plan->min_uplink_probes_per_s) /
-                 plan->probes_per_stream_per_s;
-  EXPECT_LT((plan->probes_per_stream_per_s - 1) * least, plan->required_link_probes_per_s);
+  // Whole probes per second, never more than one above what the target needs: the
+  // crossing rate for the least-loaded uplink, the local rate for the least-probed cable.
+  double fewest_uplink = plan->min_uplink_probes_per_s / plan->crossing_probes_per_s;
+  EXPECT_LT((plan->crossing_probes_per_s - 1) * fewest_uplink, plan->required_link_probes_per_s);
+  std::map<std::string, std::pair<int, int>> local_and_crossing;  // per NIC
+  for (const auto& [key, entry] : Entries(*plan)) {
+    bool local = key.src_node.substr(0, 6) == key.dst_node.substr(0, 6);  // "gpu-<rack>-"
+    EXPECT_EQ(entry.probes_per_s,
+              local ? plan->local_probes_per_s : plan->crossing_probes_per_s);
+    for (std::string nic : {key.src_node + "/" + key.src_nic, key.dst_node + "/" + key.dst_nic}) {
+      ++(local ? local_and_crossing[nic].first : local_and_crossing[nic].second);
+    }
+  }
+  double least_with_one_less = 1e18;
+  for (const auto& [nic, counts] : local_and_crossing) {
+    least_with_one_less =
+        std::min(least_with_one_less, counts.first * (plan->local_probes_per_s - 1) +
+                                          counts.second * plan->crossing_probes_per_s);
+  }
+  EXPECT_LT(least_with_one_less, plan->required_link_probes_per_s);
+  // The target leaves the localiser its delay: 4 losses within 4.5 s.
+  EXPECT_NEAR(plan->required_link_probes_per_s,
+              LinkProbesPerSecondForDetection(1e-3, 4.5, 0.95, 4), 1e-6);
+}
+
+TEST(FewestStreamsPerPathTest, HoldsForTheLeastLoadedOfRandomHashes) {
+  EXPECT_EQ(FewestStreamsPerPath(7, 1, 0.99), 7);
+  EXPECT_EQ(FewestStreamsPerPath(16, 8, 0.99), 0);  // some path may get none
+  int k = FewestStreamsPerPath(320, 8, 0.99);
+  EXPECT_GT(k, 20);
+  EXPECT_LT(k, 40);  // the mean
+  // 2,000 draws of 320 streams hashed onto 8 paths: the least-loaded path gets fewer than
+  // k in at most 1 % of them (the union bound is loose: far fewer).
+  std::mt19937_64 rng(11);
+  int below = 0;
+  for (int draw = 0; draw < 2000; ++draw) {
+    std::vector<int> load(8, 0);
+    for (int s = 0; s < 320; ++s) ++load[std::uniform_int_distribution<int>(0, 7)(rng)];
+    below += *std::min_element(load.begin(), load.end()) < k ? 1 : 0;
+  }
+  EXPECT_LE(below, 20);
+  EXPECT_GT(below, 0) << "k is not far under what the bound allows";
 }
 
 TEST(PinglistTest, NodeBudgetCapsTheRateAndSaysSo) {

@@ -56,6 +56,7 @@ absl::StatusOr<std::unique_ptr<Evaluation>> Evaluation::Create(const EvaluationS
       ASSIGN_OR_RETURN(int dst, e->resolver_->NicId(key.dst_node, key.dst_nic));
       e->keys_.push_back(key);
       e->streams_.push_back({src, dst, key.udp_src_port});
+      e->probes_per_s_.push_back(entry.probes_per_s);
     }
   }
   return e;
@@ -152,7 +153,6 @@ absl::StatusOr<TrialResult> Evaluation::RunTrial(uint64_t seed) {
   const double window_s = absl::ToDoubleSeconds(spec_.localiser.window);
   const int onset = static_cast<int>(std::lround(spec_.warmup_s / window_s));
   const int total = onset + static_cast<int>(std::lround(spec_.run_s / window_s));
-  const double per_window = plan_.probes_per_stream_per_s * window_s;
 
   sim::ProbeModel model(&fabric_, spec_.noise);
   pingmesh::Localiser localiser(resolver_.get(), spec_.localiser);
@@ -180,6 +180,7 @@ absl::StatusOr<TrialResult> Evaluation::RunTrial(uint64_t seed) {
     for (size_t i = 0; i < streams_.size(); ++i) {
       // Whole probes per window, spread so the rate holds on average.
       double phase = std::fmod(i * 0.6180339887, 1.0);
+      const double per_window = probes_per_s_[i] * window_s;
       int count = static_cast<int>(std::floor((w + 1) * per_window + phase) -
                                    std::floor(w * per_window + phase));
       sim::ProbeWindowOutcome out = model.Send(streams_[i], count, *now_faults, &rng);
@@ -209,7 +210,12 @@ absl::StatusOr<TrialResult> Evaluation::RunTrial(uint64_t seed) {
     }
     for (const pingmesh::Verdict& v : changes.raised) {
       std::vector<int> found = w >= onset ? matches(v) : std::vector<int>{};
-      if (found.empty()) ++result.wrong_raises;
+      if (found.empty()) {
+        ++result.wrong_raises;
+        result.wrongly_raised.push_back(absl::StrCat(
+            pingmesh::ComponentKindName(v.kind), " ", v.component, " at ",
+            (w + 1 - onset) * window_s, " s (", v.evidence, ")"));
+      }
       for (int f : found) {
         if (result.faults[f].detect_s < 0) result.faults[f].detect_s = (w + 1 - onset) * window_s;
       }

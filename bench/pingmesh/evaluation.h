@@ -70,6 +70,7 @@ struct TrialResult {
   int right_verdicts = 0;  // of those, naming an injected fault
   std::vector<std::string> wrong;  // the wrong ones, for reading
   int wrong_raises = 0;    // verdicts raised at any time that named no fault
+  std::vector<std::string> wrongly_raised;  // those, with the time after the onset
   // CPU time per window (one thread), the localiser's Add and EndWindow and the probe
   // model's sending.
   double localiser_ms_per_window = 0;  // from the second window on
@@ -114,6 +115,7 @@ class Evaluation {
   pingmesh::PinglistPlan plan_;
   std::vector<pingmesh::ProbeKey> keys_;
   std::vector<sim::ProbeStream> streams_;
+  std::vector<double> probes_per_s_;  // by stream, from its pinglist entry
 };
 
 }  // namespace weft::bench

@@ -43,10 +43,11 @@ int main(int argc, char** argv) {
               (*evaluation)->nodes(), (*evaluation)->nics(), (*evaluation)->links(),
               plan.streams);
   std::printf(
-      "probing: %.0f probes/s per stream; least-probed NIC cable %.0f and ToR uplink %.0f "
-      "probes/s per direction (target %.0f); busiest node sends %.0f probes/s; busiest NIC "
-      "%.4f %% of its line rate; meets target: %s\n",
-      plan.probes_per_stream_per_s, plan.min_nic_link_probes_per_s, plan.min_uplink_probes_per_s,
+      "probing: %.0f probes/s per stream inside a ToR, %.0f through the spines; least-probed "
+      "NIC cable %.0f and ToR uplink %.0f probes/s per direction (target %.0f); busiest node "
+      "sends %.0f probes/s; busiest NIC %.4f %% of its line rate; meets target: %s\n",
+      plan.local_probes_per_s, plan.crossing_probes_per_s, plan.min_nic_link_probes_per_s,
+      plan.min_uplink_probes_per_s,
       plan.required_link_probes_per_s, plan.max_node_probes_per_s,
       100 * plan.max_nic_capacity_share, plan.meets_detection_target ? "yes" : "no");
 
@@ -69,7 +70,14 @@ int main(int argc, char** argv) {
                 trial->probe_ms_per_window);
     if (absl::GetFlag(FLAGS_verbose)) {
       for (const std::string& w : trial->wrong) std::printf("  wrong: %s\n", w.c_str());
+      for (const std::string& w : trial->wrongly_raised) {
+        std::printf("  wrongly raised: %s\n", w.c_str());
+      }
       for (const auto& f : trial->faults) {
+        if (f.kind == weft::bench::FaultKind::kGrayTarget) {
+          std::printf("  gray target: %s detected after %.2f s\n", f.component.c_str(),
+                      f.detect_s);
+        }
         if (!f.detected) {
           std::printf("  missed: %s %s drop %.2g\n", weft::bench::FaultKindName(f.kind),
                       f.component.c_str(), f.drop);
