@@ -11,11 +11,13 @@
 //   4. link: over the horizon (the last `horizon_windows` windows), 007's votes pick the
 //      candidate links (every stream with a loss gives 1/h to each of its h links; blame
 //      the top link, drop the streams it explains, repeat while the top holds at least
-//      `vote_threshold` of all votes), then NetBouncer's tomography over every stream
-//      through a candidate estimates each candidate's loss rate (coordinate descent on
-//      Σ_p w_p (y_p − Π x_l)² + λ Σ x_l (1 − x_l), w_p the stream's share of probes); a
-//      candidate is blamed when its estimated loss is at least `tau_link` and the losses
-//      the fit gives it are at least `min_losses`.
+//      `vote_threshold` of all votes; a stream that loses while its siblings on other
+//      source ports stay clean votes only for its links between switches, where ECMP
+//      hashes the port: a cable would drop its siblings' probes too), then NetBouncer's
+//      tomography over every stream through a candidate estimates each candidate's loss
+//      rate (coordinate descent on Σ_p w_p (y_p − Π x_l)² + λ Σ x_l (1 − x_l), w_p the
+//      stream's share of probes); a candidate is blamed when its estimated loss is at
+//      least `tau_link` and the losses the fit gives it are at least `min_losses`.
 // Losses a host, NIC or switch verdict explains are removed from the horizon, so they do
 // not count against the links. Links that no stream tells apart (the two directions of a
 // NIC's cable: every round trip through one crosses the other) are one component, named
