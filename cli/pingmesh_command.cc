@@ -28,7 +28,9 @@ std::string FormatPingmeshStatus(const weft::v1::PingmeshStatus& s) {
   std::string out = absl::StrCat(
       "plan ", s.plan_version(), ": ", s.probed_nodes(), " nodes probed, ", s.streams(),
       " streams at ", absl::StrFormat("%.4g", s.probes_per_stream_per_s()),
-      " probes/s each, windows of ", s.window_ms(), " ms",
+      " probes/s each inside a ToR and ",
+      absl::StrFormat("%.4g", s.crossing_probes_per_stream_per_s()),
+      " through the spines, windows of ", s.window_ms(), " ms",
       s.meets_detection_target() ? "" : " (a budget keeps the rate below the detection target)",
       "\nlast window judged ", Time(s.last_window_end_us()), "; windows accepted ",
       s.windows_accepted(), ", late ", s.windows_late(), ", unknown ", s.windows_unknown(), "\n");

@@ -16,6 +16,7 @@ TEST(PingmeshCommandTest, StatusShowsThePlanVerdictsAndWhatIsNotProbed) {
   status.set_probed_nodes(16);
   status.set_streams(288);
   status.set_probes_per_stream_per_s(97);
+  status.set_crossing_probes_per_stream_per_s(40);
   status.set_window_ms(250);
   status.set_meets_detection_target(false);
   weft::v1::PingmeshVerdict* nic = status.add_verdicts();
@@ -32,7 +33,8 @@ TEST(PingmeshCommandTest, StatusShowsThePlanVerdictsAndWhatIsNotProbed) {
   host->set_host_delay_us(2000);
   status.add_unprobed("a2: not reporting");
   const std::string text = FormatPingmeshStatus(status);
-  EXPECT_THAT(text, HasSubstr("plan 3: 16 nodes probed, 288 streams at 97 probes/s"));
+  EXPECT_THAT(text, HasSubstr("plan 3: 16 nodes probed, 288 streams at 97 probes/s each "
+                              "inside a ToR and 40 through the spines"));
   EXPECT_THAT(text, HasSubstr("below the detection target"));
   EXPECT_THAT(text, HasSubstr("a3/mlx5_1"));
   EXPECT_THAT(text, HasSubstr("100%"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -516,6 +517,50 @@ void Localiser::BlameLinks(const std::vector<bool>& explained, std::vector<Verdi
     }
   }
   if (lossy.empty()) return;
+  // A stream that loses while its siblings (the same NICs and class, other source ports)
+  // stay clean loses on the path its source port picks: on links between switches, where
+  // ECMP hashes the port, not on the cables every sibling crosses as well. It votes only
+  // for those links (where its path has any).
+  absl::flat_hash_map<std::tuple<int, int, int>, std::pair<int64_t, int64_t>> pair_counts;
+  for (int s = 0; s < static_cast<int>(streams_.size()); ++s) {
+    const Stream& stream = streams_[s];
+    if (!stream.live || explained[s]) continue;
+    auto& [sent, lost] = pair_counts[{counts_[s].src_nic, counts_[s].dst_nic,
+                                      stream.key.traffic_class}];
+    sent += stream.sent_h;
+    lost += stream.lost_h;
+  }
+  std::vector<bool> class_between_switches;
+  absl::flat_hash_map<int, std::vector<int>> port_specific;  // stream → classes it votes for
+  for (int s : lossy) {
+    const Stream& stream = streams_[s];
+    const auto& [sent, lost] =
+        pair_counts.at({counts_[s].src_nic, counts_[s].dst_nic, stream.key.traffic_class});
+    const int64_t sibling_sent = sent - stream.sent_h, sibling_lost = lost - stream.lost_h;
+    if (sibling_sent == 0 || stream.sent_h == 0) continue;
+    // Losses the siblings would show at this stream's rate, were it a shared link.
+    const double expected =
+        static_cast<double>(stream.lost_h) / static_cast<double>(stream.sent_h) * sibling_sent;
+    if (expected < 2 * options_.min_losses || sibling_lost * 8 > expected) continue;
+    if (class_between_switches.empty()) {
+      class_between_switches.assign(class_links_.size(), false);
+      for (size_t c = 0; c < class_links_.size(); ++c) {
+        for (int l : class_links_[c]) {
+          const LinkInfo& info = resolver_->Link(link_resolver_id_[l]);
+          if (info.from_switch && info.to_switch) class_between_switches[c] = true;
+        }
+      }
+    }
+    std::vector<int> fabric;
+    for (int c : stream.classes) {
+      if (class_between_switches[c]) fabric.push_back(c);
+    }
+    if (!fabric.empty()) port_specific[s] = std::move(fabric);
+  }
+  auto vote_classes = [&](int s) -> const std::vector<int>& {
+    auto it = port_specific.find(s);
+    return it == port_specific.end() ? streams_[s].classes : it->second;
+  };
   // Candidates in 007's greedy order (most votes first; a pick takes its streams' votes
   // and losses away from the other links), among the links whose streams not yet
   // taken by an earlier pick still hold `min_losses` losses (what the tomography asks
@@ -529,8 +574,8 @@ void Localiser::BlameLinks(const std::vector<bool>& explained, std::vector<Verdi
   };
   absl::flat_hash_map<int, Tally> tally;
   for (int s : lossy) {
-    double share = 1.0 / streams_[s].classes.size();
-    for (int c : streams_[s].classes) {
+    double share = 1.0 / vote_classes(s).size();
+    for (int c : vote_classes(s)) {
       Tally& t = tally[c];
       t.votes += share;
       t.losses += streams_[s].lost_h;
@@ -560,8 +605,8 @@ void Localiser::BlameLinks(const std::vector<bool>& explained, std::vector<Verdi
     for (int s : class_streams_[top]) {
       if (voted_out[s] || explained[s] || streams_[s].lost_h == 0) continue;
       voted_out[s] = true;
-      double share = 1.0 / streams_[s].classes.size();
-      for (int c : streams_[s].classes) {
+      double share = 1.0 / vote_classes(s).size();
+      for (int c : vote_classes(s)) {
         auto it = tally.find(c);
         if (it == tally.end()) continue;
         it->second.votes -= share;

@@ -14,11 +14,13 @@
 //      the top link, drop the streams it explains, repeat among the links whose
 //      remaining streams still lost `min_losses` probes: an absolute bar, where 007's
 //      share of all votes let a fleet's other losses hold back a link with enough
-//      evidence of its own), then NetBouncer's tomography over every stream
-//      through a candidate estimates each candidate's loss rate (coordinate descent on
-//      Σ_p w_p (y_p − Π x_l)² + λ Σ x_l (1 − x_l), w_p the stream's share of probes); a
-//      candidate is blamed when its estimated loss is at least `tau_link` and the losses
-//      the fit gives it are at least `min_losses`.
+//      evidence of its own; a stream that loses while its siblings on other source ports
+//      stay clean votes only for its links between switches, where ECMP hashes the port:
+//      a cable would drop its siblings' probes too), then NetBouncer's tomography over
+//      every stream through a candidate estimates each candidate's loss rate (coordinate
+//      descent on Σ_p w_p (y_p − Π x_l)² + λ Σ x_l (1 − x_l), w_p the stream's share of
+//      probes); a candidate is blamed when its estimated loss is at least `tau_link` and
+//      the losses the fit gives it are at least `min_losses`.
 // Losses a host, NIC or switch verdict explains are removed from the horizon, so they do
 // not count against the links. Links that no stream tells apart (the two directions of a
 // NIC's cable: every round trip through one crosses the other) are one component, named

@@ -102,7 +102,7 @@ TEST(FleetTest, PinglistsNameEachPeerByAddressPortAndTransport) {
   EXPECT_EQ(peer.dscp(), 26u);
   EXPECT_EQ(peer.transport(), weft::v1::PROBE_TRANSPORT_UDP);
   EXPECT_GE(peer.source_ports_size(), 1);
-  EXPECT_NEAR(peer.probes_per_second(), plan->probes_per_stream_per_s * peer.source_ports_size(),
+  EXPECT_NEAR(peer.probes_per_second(), plan->local_probes_per_s * peer.source_ports_size(),
               1e-9);
 
   // Both NICs with a UD responder: RDMA UD to the peer's GID and QP.

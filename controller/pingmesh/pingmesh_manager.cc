@@ -206,7 +206,8 @@ PingmeshManager::Messages PingmeshManager::ReplanLocked(
   metrics_->Planned(plan_.streams, plan_.pinglists.size());
   WEFT_LOG(INFO) << "pingmesh plan version=" << plan_version_ << " nodes=" << plan_.pinglists.size()
                  << " streams=" << plan_.streams
-                 << " probes_per_stream_per_s=" << plan_.probes_per_stream_per_s
+                 << " probes_per_s_local=" << plan_.local_probes_per_s
+                 << " probes_per_s_crossing=" << plan_.crossing_probes_per_s
                  << " meets_detection_target=" << plan_.meets_detection_target
                  << " unprobed=" << fleet_.unprobed.size() << " lists_to_send=" << out.size();
   return out;
@@ -431,7 +432,7 @@ absl::Status PingmeshManager::StartCheck(const weft::v1::CheckRequest& request, 
     for (const std::string& node : check->nodes) checking_[node] = check.get();
     WEFT_LOG(INFO) << "pingmesh check nodes=" << check->nodes.size()
                    << " streams=" << check->plan.streams
-                   << " probes_per_stream_per_s=" << check->plan.probes_per_stream_per_s
+                   << " probes_per_stream_per_s=" << check->plan.local_probes_per_s
                    << " not_probed=" << check->not_probed.size()
                    << " ends=" << absl::FormatTime(check->end);
     checks_.push_back(std::move(check));
@@ -498,7 +499,8 @@ pingmesh::PinglistPlan PingmeshManager::CheckPlanLocked(
   if (busiest == 0) return plan;
   // The per-node budget over the busiest node's streams, at most what a peer accepts.
   const double rate = std::min(1000.0, options_.pinglist.max_probes_per_node_per_s / busiest);
-  plan.probes_per_stream_per_s = rate;
+  plan.local_probes_per_s = rate;
+  plan.crossing_probes_per_s = rate;
   for (auto& [node, entries] : by_node) {
     pingmesh::Pinglist list;
     list.node = node;
@@ -515,7 +517,7 @@ pingmesh::PinglistPlan PingmeshManager::CheckPlanLocked(
 weft::v1::CheckResponse PingmeshManager::CheckAnswerLocked(Check& check) const {
   weft::v1::CheckResponse answer;
   answer.set_streams(check.plan.streams);
-  answer.set_probes_per_stream_per_s(check.plan.probes_per_stream_per_s);
+  answer.set_probes_per_stream_per_s(check.plan.local_probes_per_s);
   answer.set_start_us(ToMicros(check.start));
   answer.set_end_us(ToMicros(check.end));
   // What is still blamed at the end, and anything blamed on the way.
@@ -647,7 +649,8 @@ weft::v1::PingmeshStatus PingmeshManager::Status() const {
   status.set_plan_version(plan_version_);
   status.set_probed_nodes(static_cast<uint32_t>(plan_.pinglists.size()));
   status.set_streams(plan_.streams);
-  status.set_probes_per_stream_per_s(plan_.probes_per_stream_per_s);
+  status.set_probes_per_stream_per_s(plan_.local_probes_per_s);
+  status.set_crossing_probes_per_stream_per_s(plan_.crossing_probes_per_s);
   status.set_meets_detection_target(plan_.meets_detection_target);
   status.set_last_window_end_us(last_window_end_us_);
   status.set_windows_accepted(windows_accepted_);
