@@ -1,6 +1,6 @@
 // PingmeshMetrics: the Prometheus families of the controller's pingmesh, registered on
-// the controller's registry. Names are part of the operator interface (the Grafana
-// panel "Pingmesh" of deploy/grafana/weft-fabric.json reads them):
+// the controller's registry. Names are part of the operator interface (the "Pingmesh"
+// panels of deploy/grafana/weft-racks.json read them):
 //
 //   weft_controller_pingmesh_verdicts{kind,problem}      gauge, verdicts in force
 //   weft_controller_pingmesh_verdict{kind,component,problem}

@@ -7,6 +7,7 @@ both. dashboards_test checks the files match it. Every panel queries the Prometh
 data source chosen in the DS_PROMETHEUS variable; metric names are those of
 controller/inventory/controller_metrics.h, controller/placement/placement_metrics.h,
 controller/rollout/rollout_metrics.h, controller/tuning/tune_metrics.h,
+controller/pingmesh/pingmesh_metrics.h,
 agent/agent_metrics.h.
 """
 import json
@@ -164,6 +165,32 @@ def racks():
     d.panel("timeseries", "Nodes per rack by state",
             [('sum by (rack, state) (weft_rack_nodes{pod=~"$pod",rack=~"$rack"})',
               "{{rack}} {{state}}")])
+    # Pingmesh (controller/pingmesh/pingmesh_metrics.h): the probe loss and latency
+    # matrix rack to rack, and what the localiser blames.
+    d.panel("heatmap", "Pingmesh: probe loss rack to rack",
+            [('max by (source_rack, destination_rack) (weft_controller_pingmesh_rack_loss_ratio'
+              '{source_rack=~"$rack"})', "{{source_rack}} -> {{destination_rack}}")],
+            unit="percentunit", w=24, h=9,
+            description="Share of the probes from one rack to another lost over the last "
+                        "matrix period (weftctl pingmesh matrix has the same, node to node "
+                        "with --rack).", **heat)
+    d.panel("heatmap", "Pingmesh: probe RTT p99 rack to rack",
+            [('max by (source_rack, destination_rack) (weft_controller_pingmesh_rack_rtt_p99_us'
+              '{source_rack=~"$rack"})', "{{source_rack}} -> {{destination_rack}}")],
+            unit="\u00b5s", w=24, h=9,
+            description="Worst window's 99th percentile network round trip of the probes.",
+            **heat)
+    d.panel("table", "Pingmesh: blamed components",
+            [("max by (kind, component, problem) (weft_controller_pingmesh_verdict)",
+              "{{kind}} {{component}} {{problem}}")], unit="percentunit",
+            description="Every verdict in force (weftctl pingmesh status shows the evidence); "
+                        "the value is its confidence.")
+    d.panel("timeseries", "Pingmesh: probe windows",
+            [(f"sum by (result) (rate(weft_controller_pingmesh_windows_total[{RATE}]))",
+              "{{result}}"),
+             ("weft_controller_pingmesh_streams", "streams planned")],
+            description="Windows accepted, late and unknown per second, and the streams in "
+                        "the plan.")
     return d
 
 

@@ -16,6 +16,7 @@ import tempfile
 HERE = "deploy/grafana"
 METRIC_SOURCES = ["controller/inventory/controller_metrics.cc", "controller/placement/placement_metrics.cc",
                   "controller/rollout/rollout_metrics.cc", "controller/tuning/tune_metrics.cc",
+                  "controller/pingmesh/pingmesh_metrics.cc",
                   "agent/agent_metrics.cc",
                   "security/certificate_monitor.cc"]
 BUILTINS = {"__rate_interval", "__interval", "__range"}
