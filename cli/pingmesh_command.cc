@@ -10,6 +10,10 @@ namespace {
 
 using Pingmesh = weft::v1::PingmeshService::StubInterface;
 
+// How long after the probing a check's answer may take: the agents' reports (probe
+// timeout and a telemetry interval or two) and the judging, with room to spare.
+constexpr absl::Duration kCheckSlack = absl::Seconds(60);
+
 constexpr char kPingmeshUsage[] = "usage: weftctl pingmesh status | matrix [--rack R]";
 
 std::string Time(int64_t us) {
@@ -100,7 +104,8 @@ int RunCheckCommand(const std::vector<std::string>& args, const CommandContext& 
   // The call lasts the probing and its judging: allow for both on top of --timeout_ms.
   absl::Status called = context.controller.CallFor(
       &Pingmesh::Check, request, &response,
-      absl::Seconds(context.options.seconds) + absl::Seconds(15));
+      absl::Seconds(context.options.seconds == 0 ? 10 : context.options.seconds) +
+          kCheckSlack);
   if (!called.ok()) return context.Failed("check", called);
   context.out << (context.json() ? FormatJson(response) : FormatCheck(response));
   return response.passed() ? kExitOk : kExitFailed;

@@ -51,7 +51,7 @@ int Place(const CommandContext& context) {
     absl::Status status = context.controller.CallFor(
         &Placement::Place, *request, &response,
         request->precheck_seconds() == 0 ? absl::ZeroDuration()
-                                         : absl::Seconds(request->precheck_seconds() + 15));
+                                         : absl::Seconds(request->precheck_seconds() + 60));
     if (!status.ok()) return context.Failed(absl::StrCat("place ", request->job_id()), status);
   }
   context.out << FormatPlacement(response, *format);

@@ -147,6 +147,13 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   for (const auto& v : blamed.verdicts()) {
     EXPECT_THAT(v.component(), ::testing::HasSubstr("b3/mlx5_1")) << Verdicts(blamed);
   }
+  // The verdict is on /metrics too (the Grafana table of blamed components reads it).
+  const double nic = cluster_.Metric("weft_controller_pingmesh_verdicts{kind=\"nic\",problem="
+                                     "\"unreachable\"}").value_or(0);
+  const double link =
+      cluster_.Metric("weft_controller_pingmesh_verdicts{kind=\"link\",problem=\"loss\"}")
+          .value_or(0);
+  EXPECT_EQ(nic + link, 1.0);
   CommandResult events = cluster_.Weftctl({"events", "--node", "b3"});
   EXPECT_THAT(events.out, ::testing::HasSubstr("pingmesh blames"));
   std::cerr << "dead NIC named after " << absl::FormatDuration(detected) << "\n";

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 
 namespace weft::controller {
@@ -12,8 +14,16 @@ PlacementServiceImpl::PlacementServiceImpl(PlacementManager* placement,
 grpc::ServerUnaryReactor* PlacementServiceImpl::Place(grpc::CallbackServerContext* context,
                                                       const weft::v1::PlacementRequest* request,
                                                       weft::v1::PlacementResponse* response) {
+  // Asked again for a job that holds a reservation: Place returns that one, which was
+  // checked (or not) when it was made; never check or release it here.
+  bool held = false;
+  if (request->precheck_seconds() > 0) {
+    for (const weft::v1::PlacementResponse& r : placement_->ListReservations().reservations()) {
+      held = held || r.job_id() == request->job_id();
+    }
+  }
   absl::StatusOr<weft::v1::PlacementResponse> placed = placement_->Place(*request);
-  if (!placed.ok() || request->precheck_seconds() == 0) {
+  if (!placed.ok() || request->precheck_seconds() == 0 || held) {
     if (placed.ok()) *response = *std::move(placed);
     return FinishWith(context, placed.status());
   }
@@ -54,8 +64,13 @@ grpc::ServerUnaryReactor* PlacementServiceImpl::Place(grpc::CallbackServerContex
     if (again.ok()) {
       *response = *std::move(again);
       *response->mutable_precheck() = *std::move(checked);
+      reactor->Finish(grpc::Status::OK);
+      return;
     }
-    reactor->Finish(ToGrpcStatus(again.status()));
+    reactor->Finish(ToGrpcStatus(absl::Status(
+        again.status().code(),
+        absl::StrCat("after the pre-job check left out ", absl::StrJoin(failed, ", "), ": ",
+                     again.status().message()))));
   };
   if (absl::Status started = pingmesh_->StartCheck(check, std::move(answer)); !started.ok()) {
     placement_->Release(placed->reservation_id()).IgnoreError();

@@ -13,6 +13,9 @@
 namespace weft::controller {
 namespace {
 
+// The most probe flows an agent takes in one pinglist (agent/probe/prober.h).
+constexpr size_t kMaxCheckStreamsPerNode = 4096;
+
 int64_t ToMicros(absl::Time t) { return absl::ToUnixMicros(t); }
 
 pingmesh::ProbeWindow FromProto(const std::string& node, const weft::v1::ProbeWindow& w) {
@@ -115,7 +118,8 @@ void PingmeshManager::OnStreamAttached(const std::string& node) {
   weft::v1::ControllerMessage message;
   {
     absl::MutexLock lock(&mu_);
-    if (!options_.enabled) return;
+    // A node in a pre-job check keeps the check's list; its routine one follows the check.
+    if (!options_.enabled || checking_.contains(node)) return;
     auto it = lists_.find(node);
     if (it == lists_.end()) return;
     *message.mutable_pinglist() = it->second;
@@ -130,12 +134,16 @@ void PingmeshManager::OnStreamAttached(const std::string& node) {
 void PingmeshManager::OnProbeWindows(
     const std::string& node,
     const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows) {
-  if (windows.empty()) return;
+  if (windows.empty() || !options_.enabled) return;
+  // A window from the future (an agent's clock ahead) would wait in the inbox until the
+  // controller's clock reached it: counted late instead.
+  const int64_t horizon_us = ToMicros(clock_->Now() + options_.lateness);
   uint64_t late = 0;
   {
     absl::MutexLock lock(&inbox_mu_);
     for (const weft::v1::ProbeWindow& w : windows) {
-      if (w.window_end_us() <= judged_through_us_ || !w.error().empty()) {
+      if (w.window_end_us() <= judged_through_us_ || w.window_start_us() > horizon_us ||
+          !w.error().empty()) {
         // A window with an error carries no probes: the agent could not send them.
         if (w.error().empty()) ++late;
         continue;
@@ -293,6 +301,7 @@ void PingmeshManager::JudgeWindowLocked(int64_t start_us,
     auto checked = checking_.find(window.key.src_node);
     if (checked != checking_.end() && checked->second->streams.contains(window.key)) {
       Check& check = *checked->second;
+      if (window.end <= check.start) continue;  // probed before the check's first window
       if (check.localiser->Add(window).ok()) {
         ++accepted;
         auto& [sent, lost] = check.sent_lost[window.key.src_node];
@@ -386,6 +395,10 @@ absl::Status PingmeshManager::StartCheck(const weft::v1::CheckRequest& request, 
   Messages to_send;
   {
     absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      return absl::UnavailableError(
+          "the controller is shutting down; run the check again once it is back");
+    }
     std::set<std::string> seen;
     for (const std::string& node : request.nodes()) {
       if (!seen.insert(node).second) {
@@ -410,6 +423,14 @@ absl::Status PingmeshManager::StartCheck(const weft::v1::CheckRequest& request, 
       check->not_probed[node] = why;
     }
     check->plan = CheckPlanLocked(check->nodes);
+    for (const pingmesh::Pinglist& list : check->plan.pinglists) {
+      const size_t flows = list.entries.size();  // a flow per stream and source port
+      if (flows > kMaxCheckStreamsPerNode) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "check: node ", list.node, " would probe ", flows, " streams, more than an agent "
+            "takes (", kMaxCheckStreamsPerNode, "); check fewer nodes at a time"));
+      }
+    }
     const absl::Time now = clock_->Now();
     // Probing starts once the lists are out; judging from the next whole window.
     const int64_t window_us = absl::ToInt64Microseconds(options_.window);
@@ -417,7 +438,10 @@ absl::Status PingmeshManager::StartCheck(const weft::v1::CheckRequest& request, 
     check->start = absl::FromUnixMicros(next_us);
     check->end = check->start + length;
     pingmesh::LocaliserOptions localiser = options_.localiser;
-    localiser.horizon_windows = static_cast<int>(length / options_.window) + 1;
+    // Verdicts raised on the way are kept (Check::verdicts): the usual horizon will do.
+    localiser.horizon_windows =
+        std::min(options_.localiser.horizon_windows,
+                 static_cast<int>(length / options_.window) + 1);
     check->localiser = std::make_unique<pingmesh::Localiser>(&resolver_, localiser);
     for (const pingmesh::Pinglist& list : check->plan.pinglists) {
       for (const pingmesh::PinglistEntry& entry : list.entries) check->streams.insert(entry.key);
@@ -445,6 +469,7 @@ void PingmeshManager::CancelChecks(const absl::Status& status) {
   std::vector<std::unique_ptr<Check>> cancelled;
   {
     absl::MutexLock lock(&mu_);
+    stopping_ = true;
     cancelled = std::move(checks_);
     checks_.clear();
     checking_.clear();
@@ -533,7 +558,9 @@ weft::v1::CheckResponse PingmeshManager::CheckAnswerLocked(Check& check) const {
                                           verdict.problem(), ")"));
     }
   }
-  bool passed = answer.verdicts().empty();
+  absl::flat_hash_set<std::string> probing;  // nodes the check gave streams to
+  for (const pingmesh::Pinglist& list : check.plan.pinglists) probing.insert(list.node);
+  bool passed = answer.verdicts().empty() && check.plan.streams > 0;
   for (const std::string& node : check.nodes) {
     weft::v1::NodeCheck* result = answer.add_nodes();
     result->set_node(node);
@@ -545,7 +572,9 @@ weft::v1::CheckResponse PingmeshManager::CheckAnswerLocked(Check& check) const {
       reason = absl::StrCat("not probed: ", it->second);
     } else if (auto it = blamed.find(node); it != blamed.end()) {
       reason = absl::StrCat("blamed: ", absl::StrJoin(it->second, "; "));
-    } else if (check.plan.streams > 0 && sent == 0) {
+    } else if (check.plan.streams == 0) {
+      reason = "nothing to probe: no other NIC of these nodes shares a rail with its NICs";
+    } else if (probing.contains(node) && sent == 0) {
       reason = "sent no probes: its agent did not report the check's windows";
     }
     result->set_passed(reason.empty());

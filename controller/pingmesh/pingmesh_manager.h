@@ -105,7 +105,8 @@ class PingmeshManager {
   using CheckDone = std::function<void(absl::StatusOr<weft::v1::CheckResponse>)>;
   absl::Status StartCheck(const weft::v1::CheckRequest& request, CheckDone done)
       ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
-  // Ends every running check with `status` (the controller shutting down).
+  // Ends every running check with `status` (the controller shutting down); later
+  // StartCheck calls are refused with UNAVAILABLE.
   void CancelChecks(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
 
   weft::v1::PingmeshStatus Status() const ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
@@ -192,6 +193,7 @@ class PingmeshManager {
   uint64_t windows_accepted_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<Check>> checks_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Check*> checking_ ABSL_GUARDED_BY(mu_);  // node → its check
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // CancelChecks ran: no new checks
 
   mutable absl::Mutex inbox_mu_;
   // Windows not judged yet, by their start (µs since the Unix epoch).

@@ -327,6 +327,26 @@ TEST_F(PingmeshManagerTest, CancelledChecksAnswerWithTheReason) {
   manager_->CancelChecks(absl::UnavailableError("shutting down"));
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->code(), absl::StatusCode::kUnavailable);
+  // Once cancelled for a shutdown, no new check starts.
+  EXPECT_EQ(manager_->StartCheck(request, [](auto) {}).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(PingmeshManagerTest, ACheckWithNothingToProbeFails) {
+  manager_->Tick();
+  // One node whose two NICs are on different rails... still probe each other across
+  // rails; a node unknown to the controller has nothing: the check must not pass.
+  std::optional<absl::StatusOr<weft::v1::CheckResponse>> answer;
+  weft::v1::CheckRequest request;
+  request.add_nodes("zz1");
+  request.set_seconds(1);
+  ASSERT_TRUE(manager_->StartCheck(request, [&](absl::StatusOr<weft::v1::CheckResponse> r) {
+                        answer = std::move(r);
+                      }).ok());
+  Run(12);
+  ASSERT_TRUE(answer.has_value() && answer->ok());
+  EXPECT_FALSE((*answer)->passed());
+  EXPECT_EQ((*answer)->streams(), 0u);
+  EXPECT_THAT((*answer)->nodes(0).reason(), HasSubstr("not probed"));
 }
 
 TEST(PingmeshManagerOptionsTest, RefusesBadOptionsByName) {
