@@ -60,8 +60,10 @@ pingmesh:
     if (Nft({"list", "tables"}) != 0) GTEST_SKIP() << "skipped: /usr/sbin/nft is not usable here";
     Nft({"delete", "table", "inet", kNftTable});
     ASSERT_EQ(Nft({"add", "table", "inet", kNftTable}), 0);
-    ASSERT_EQ(Nft({"add", "chain", "inet", kNftTable, "out",
-                   "{ type filter hook output priority 0 ; }"}),
+    // At input, so the sender's sendto succeeds and the datagram is lost on the way,
+    // as on a fabric (an output drop fails sendto with EPERM instead).
+    ASSERT_EQ(Nft({"add", "chain", "inet", kNftTable, "in",
+                   "{ type filter hook input priority 0 ; }"}),
               0);
     ASSERT_TRUE(cluster_.StartController());
     for (int rack = 1; rack <= 2; ++rack) {
@@ -125,7 +127,7 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   EXPECT_TRUE(healthy.unprobed().empty());
 
   // b3's second NIC (127.0.2.6) goes dark: no datagram reaches it any more.
-  ASSERT_EQ(Nft({"add", "rule", "inet", kNftTable, "out", "ip", "daddr", "127.0.2.6", "meta",
+  ASSERT_EQ(Nft({"add", "rule", "inet", kNftTable, "in", "ip", "daddr", "127.0.2.6", "meta",
                  "l4proto", "udp", "drop"}),
             0);
   const absl::Time killed = absl::Now();
@@ -182,7 +184,7 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   std::cerr << "placement with precheck:\n" << placed.out << "\n";
 
   // Back: the verdict clears.
-  ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "out"}), 0);
+  ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "in"}), 0);
   ASSERT_TRUE(weft::testing::WaitFor("the verdict cleared", absl::Seconds(40),
                                      [&](std::string* observed) {
                                        const weft::v1::PingmeshStatus s = Status();

@@ -18,7 +18,8 @@ grpc::ServerUnaryReactor* PlacementServiceImpl::Place(grpc::CallbackServerContex
   // checked (or not) when it was made; never check or release it here.
   bool held = false;
   if (request->precheck_seconds() > 0) {
-    for (const weft::v1::PlacementResponse& r : placement_->ListReservations().reservations()) {
+    const weft::v1::ListReservationsResponse live = placement_->ListReservations();
+    for (const weft::v1::PlacementResponse& r : live.reservations()) {
       held = held || r.job_id() == request->job_id();
     }
   }
