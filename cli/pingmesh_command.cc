@@ -16,11 +16,6 @@ constexpr absl::Duration kCheckSlack = absl::Seconds(60);
 
 constexpr char kPingmeshUsage[] = "usage: weftctl pingmesh status | matrix [--rack R]";
 
-std::string Time(int64_t us) {
-  if (us == 0) return "-";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
-}
-
 std::string Percent(double share) { return absl::StrFormat("%.3g%%", 100 * share); }
 
 std::string Micros(bool has, double us) { return has ? absl::StrFormat("%.1f", us) : "-"; }
@@ -36,7 +31,7 @@ std::string FormatPingmeshStatus(const weft::v1::PingmeshStatus& s) {
       absl::StrFormat("%.4g", s.crossing_probes_per_stream_per_s()),
       " through the spines, windows of ", s.window_ms(), " ms",
       s.meets_detection_target() ? "" : " (a budget keeps the rate below the detection target)",
-      "\nlast window judged ", Time(s.last_window_end_us()), "; windows accepted ",
+      "\nlast window judged ", FormatUnixMicros(s.last_window_end_us()), "; windows accepted ",
       s.windows_accepted(), ", late ", s.windows_late(), ", unknown ", s.windows_unknown(), "\n");
   if (s.verdicts().empty()) {
     absl::StrAppend(&out, "\nno verdicts: every probed component looks healthy\n");
@@ -47,7 +42,8 @@ std::string FormatPingmeshStatus(const weft::v1::PingmeshStatus& s) {
       rows.push_back({v.kind(), v.component(), v.problem(),
                       v.kind() == "host" ? absl::StrFormat("+%.0f us", v.host_delay_us())
                                          : Percent(v.loss_rate()),
-                      absl::StrFormat("%.2f", v.confidence()), Time(v.since_us()), v.evidence()});
+                      absl::StrFormat("%.2f", v.confidence()), FormatUnixMicros(v.since_us()),
+                      v.evidence()});
     }
     absl::StrAppend(&out, "\n", FormatTable(rows));
   }
@@ -68,15 +64,16 @@ std::string FormatPingmeshMatrix(const weft::v1::PingmeshMatrix& matrix) {
                     Micros(c.has_rtt_p50_us(), c.rtt_p50_us()),
                     Micros(c.has_rtt_p99_us(), c.rtt_p99_us())});
   }
-  return absl::StrCat("probes from ", Time(matrix.start_us()), " to ", Time(matrix.end_us()),
-                      "\n", FormatTable(rows));
+  return absl::StrCat("probes from ", FormatUnixMicros(matrix.start_us()), " to ",
+                      FormatUnixMicros(matrix.end_us()), "\n", FormatTable(rows));
 }
 
 std::string FormatCheck(const weft::v1::CheckResponse& check) {
   std::string out = absl::StrCat(
       check.passed() ? "PASS" : "FAIL", ": ", check.nodes_size(), " nodes, ", check.streams(),
       " probe streams at ", absl::StrFormat("%.4g", check.probes_per_stream_per_s()),
-      " probes/s from ", Time(check.start_us()), " to ", Time(check.end_us()), "\n");
+      " probes/s from ", FormatUnixMicros(check.start_us()), " to ",
+      FormatUnixMicros(check.end_us()), "\n");
   std::vector<std::vector<std::string>> rows = {{"NODE", "RESULT", "SENT", "LOST", "REASON"}};
   for (const weft::v1::NodeCheck& node : check.nodes()) {
     rows.push_back({node.node(), node.passed() ? "pass" : "FAIL", absl::StrCat(node.sent()),

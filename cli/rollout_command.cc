@@ -19,11 +19,6 @@ std::string Phase(weft::v1::RolloutPhase phase) {
   return weft::v1::RolloutPhase_Name(phase).substr(std::string("ROLLOUT_PHASE_").size());
 }
 
-std::string Time(int64_t us) {
-  if (us == 0) return "-";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
-}
-
 std::string StepName(uint32_t index) {
   return index == 0 ? "canary" : absl::StrCat("wave ", index);
 }
@@ -52,7 +47,7 @@ std::string Number(double v) { return absl::StrFormat("%.4g", v); }
 std::string FormatRolloutStatus(const weft::v1::Rollout& rollout, absl::Time now) {
   std::string out = absl::StrCat("rollout ", rollout.id(), "  version ", rollout.version(),
                                  "  phase ", Phase(rollout.phase()), " since ",
-                                 Time(rollout.phase_since_us()), "\n");
+                                 FormatUnixMicros(rollout.phase_since_us()), "\n");
   if (rollout.phase() == weft::v1::ROLLOUT_PHASE_PAUSED) {
     absl::StrAppend(&out, "paused in ", Phase(rollout.paused_phase()),
                     "; weftctl rollout resume continues\n");
@@ -77,7 +72,7 @@ std::string FormatRolloutStatus(const weft::v1::Rollout& rollout, absl::Time now
   absl::StrAppend(&out, FormatTable(steps));
   const weft::v1::KpiJudgement& judgement = rollout.last_judgement();
   if (judgement.kpis_size() > 0) {
-    absl::StrAppend(&out, "\nKPIs at ", Time(judgement.at_us()), ": ",
+    absl::StrAppend(&out, "\nKPIs at ", FormatUnixMicros(judgement.at_us()), ": ",
                     judgement.changed_nodes(), " changed nodes against ", judgement.control(),
                     judgement.control() == "unchanged nodes"
                         ? absl::StrCat(" (", judgement.control_nodes(), ")")
@@ -95,7 +90,7 @@ std::string FormatRolloutStatus(const weft::v1::Rollout& rollout, absl::Time now
     out += "\nrecent events:\n";
     const int first = std::max(0, rollout.history_size() - kRecentEvents);
     for (int i = first; i < rollout.history_size(); ++i) {
-      absl::StrAppend(&out, "  ", Time(rollout.history(i).at_us()), "  ",
+      absl::StrAppend(&out, "  ", FormatUnixMicros(rollout.history(i).at_us()), "  ",
                       rollout.history(i).message(), "\n");
     }
   }
@@ -107,8 +102,9 @@ std::string FormatRolloutHistory(const weft::v1::ListRolloutsResponse& rollouts)
   std::vector<std::vector<std::string>> rows = {
       {"ID", "VERSION", "PHASE", "CREATED", "FINISHED", "SOURCE", "REASON"}};
   for (const weft::v1::Rollout& r : rollouts.rollouts()) {
-    rows.push_back({r.id(), absl::StrCat(r.version()), Phase(r.phase()), Time(r.created_us()),
-                    Time(r.finished_us()), r.source().empty() ? "-" : r.source(),
+    rows.push_back({r.id(), absl::StrCat(r.version()), Phase(r.phase()),
+                    FormatUnixMicros(r.created_us()), FormatUnixMicros(r.finished_us()),
+                    r.source().empty() ? "-" : r.source(),
                     r.reason().empty() ? "-" : r.reason()});
   }
   return FormatTable(rows);

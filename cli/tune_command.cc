@@ -30,11 +30,6 @@ std::string State(weft::v1::TuneState state) {
   return weft::v1::TuneState_Name(state).substr(std::string("TUNE_STATE_").size());
 }
 
-std::string Time(int64_t us) {
-  if (us == 0) return "-";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
-}
-
 std::string ScopeText(const weft::v1::TuneScope& scope) {
   std::vector<std::string> parts(scope.racks().begin(), scope.racks().end());
   for (const std::string& pod : scope.pods()) parts.push_back("pod:" + pod);
@@ -169,7 +164,7 @@ std::string FormatTuneProposal(const weft::v1::TuneProposal& p) {
   std::string out = absl::StrCat("proposal ", p.id(), "  ", State(p.state()), "  scope ",
                                  ScopeText(p.scope()), "\n");
   absl::StrAppend(&out, "requested by ", p.requested_by().empty() ? "-" : p.requested_by(),
-                  " at ", Time(p.created_us()), "; ",
+                  " at ", FormatUnixMicros(p.created_us()), "; ",
                   p.strategy() == weft::v1::TUNE_STRATEGY_ANNEALING ? "simulated annealing"
                                                                     : "surrogate search",
                   ", seed ", p.seed(), ", ", p.evaluations(), " of ", p.max_evaluations(),
@@ -247,7 +242,7 @@ std::string FormatTuneHistory(const weft::v1::ListProposalsResponse& proposals) 
   for (const weft::v1::TuneProposal& p : proposals.proposals()) {
     rows.push_back({p.id(), State(p.state()), ScopeText(p.scope()), TriggerText(p.trigger()),
                     p.state() == weft::v1::TUNE_STATE_EVALUATING ? "-" : Number(p.score()),
-                    absl::StrCat(p.evaluations()), Time(p.created_us()),
+                    absl::StrCat(p.evaluations()), FormatUnixMicros(p.created_us()),
                     p.rollout_id().empty() ? "-" : p.rollout_id(),
                     p.reason().empty() ? "-" : p.reason()});
   }

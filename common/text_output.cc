@@ -3,9 +3,15 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace weft {
+
+std::string FormatUnixMicros(int64_t us) {
+  if (us == 0) return "-";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
+}
 
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;

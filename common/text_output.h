@@ -3,6 +3,7 @@
 #ifndef WEFT_COMMON_TEXT_OUTPUT_H_
 #define WEFT_COMMON_TEXT_OUTPUT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,9 @@ namespace weft {
 
 // Columns padded to their widest cell, separated by two spaces, one line per row.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
+
+// A time in µs since the Unix epoch as "2026-12-07T20:12:03Z" (UTC); "-" for 0 (unset).
+std::string FormatUnixMicros(int64_t us);
 
 // Proto3 JSON with the original field names and zero values, pretty-printed, ending in
 // a newline.

@@ -27,3 +27,14 @@ TEST(TextOutputTest, JsonKeepsFieldNamesAndZeroValuesAndEndsInNewline) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(FormatUnixMicrosTest, UtcSecondsOrADashForUnset) {
+  EXPECT_EQ(FormatUnixMicros(0), "-");
+  EXPECT_EQ(FormatUnixMicros(1'800'000'000'250'000), "2027-01-15T08:00:00Z");
+}
+
+}  // namespace
+}  // namespace weft

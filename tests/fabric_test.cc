@@ -4,7 +4,6 @@
 // the job slows, the controller flags and drains the node, the job is placed again
 // without it and runs at its old pace.
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/testing/temp_dir.h"
+#include "common/testing/temp_file.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -25,16 +25,12 @@
 namespace weft {
 namespace {
 
+using weft::testing::WriteTempFile;
+
 using weft::testing::Cluster;
 
 constexpr char kFabricBinary[] = "fabric/weft-fabric";
 constexpr int kIntervalMs = 200;
-
-std::string WriteFile(const std::string& name, const std::string& contents) {
-  const std::string path = weft::testing::TempPath(name);
-  std::ofstream(path) << contents;
-  return path;
-}
 
 weft::v1::ListFabricJobsResponse FabricJobs(weft::v1::FabricService::Stub& fabric) {
   grpc::ClientContext context;
@@ -60,7 +56,7 @@ class FabricTest : public ::testing::Test {
  protected:
   FabricTest()
       : cluster_({.telemetry_interval_ms = kIntervalMs,
-                  .flags = {"--config", WriteFile("controller.yaml", R"(
+                  .flags = {"--config", WriteTempFile("controller.yaml", R"(
 health:
   degrade_after_ms: 1000
   auto_drain:
@@ -72,7 +68,7 @@ health:
 
   void StartCluster(const std::string& jobs_yaml) {
     ASSERT_TRUE(cluster_.StartController());
-    const std::string fabric_config = WriteFile("fabric.yaml", absl::StrCat(R"(
+    const std::string fabric_config = WriteTempFile("fabric.yaml", absl::StrCat(R"(
 racks: 2
 nodes_per_rack: 2
 nics_per_node: 2
@@ -200,7 +196,7 @@ TEST_F(FabricTest, ARolloutWritesItsDcqcnProfileIntoTheTwin) {
   ASSERT_TRUE(before.ok()) << before.status();
   EXPECT_EQ(before->nics(1).tunables().dcqcn().rp_ai_rate(), 5u);
 
-  const std::string policy = WriteFile("policy.yaml", R"(qos:
+  const std::string policy = WriteTempFile("policy.yaml", R"(qos:
   trust: dscp
   classes:
     - {name: training, dscp: 26, priority: 3, lossless: true, roce: true}

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,10 +20,13 @@
 #include "gtest/gtest.h"
 #include "proto/weft/v1/placement.pb.h"
 #include "common/testing/temp_dir.h"
+#include "common/testing/temp_file.h"
 #include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
 namespace {
+
+using weft::testing::WriteTempFile;
 
 using ::testing::HasSubstr;
 using weft::testing::Cluster;
@@ -35,12 +37,6 @@ using weft::testing::TempPath;
 
 
 int Sh(const std::string& command) { return std::system(command.c_str()); }
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = TempPath(name);
-  std::ofstream(path) << text;
-  return path;
-}
 
 class LldpTopologyTest : public ::testing::Test {
  protected:
@@ -176,7 +172,7 @@ TEST_F(LldpTopologyTest, ControllerInfersTheRackAndWeftctlChecksTheCabling) {
   EXPECT_EQ(node.nics(1).lldp_switch(), "leaf-a01");
 
   // The operator's design agrees: exit 0.
-  const std::string good = WriteFile("lt-good.yaml",
+  const std::string good = WriteTempFile("lt-good.yaml",
                                      "nodes:\n  - {name: gpu-x01, rack: rack-a}\n"
                                      "racks:\n  - {name: rack-a, tor: leaf-a01}\n");
   CommandResult ok = Weftctl({"topology", "check", "--topology", good});
@@ -184,7 +180,7 @@ TEST_F(LldpTopologyTest, ControllerInfersTheRackAndWeftctlChecksTheCabling) {
   EXPECT_THAT(ok.out, HasSubstr("cabling matches the design (1 nodes checked)"));
 
   // A rail-optimised design: NIC 1 should reach leaf-a02 but is cabled to leaf-a01.
-  const std::string rails = WriteFile(
+  const std::string rails = WriteTempFile(
       "lt-rails.yaml",
       "nodes:\n  - {name: gpu-x01, rack: rack-a}\n"
       "racks:\n  - {name: rack-a, rail_switches: [leaf-a01, leaf-a02]}\n");

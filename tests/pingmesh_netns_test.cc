@@ -15,7 +15,6 @@
 // Needs root, iproute2 and nft; skips with the reason otherwise.
 #include <unistd.h>
 
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -28,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/testing/temp_dir.h"
+#include "common/testing/temp_file.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "pingmesh/pinglist.h"
@@ -39,18 +39,14 @@
 namespace weft {
 namespace {
 
+using weft::testing::WriteTempFile;
+
 using weft::testing::Cluster;
 using weft::testing::CommandResult;
 using weft::testing::NetnsFabric;
 
 constexpr int kIntervalMs = 200;
 constexpr int kProbePort = 7420;  // every host is its own namespace: one port for all
-
-std::string WriteFile(const std::string& name, const std::string& contents) {
-  const std::string path = weft::testing::TempPath(name);
-  std::ofstream(path) << contents;
-  return path;
-}
 
 std::string Verdicts(const weft::v1::PingmeshStatus& status) {
   std::vector<std::string> lines;
@@ -76,7 +72,7 @@ class PingmeshNetnsTest : public ::testing::Test {
     cluster_ = std::make_unique<Cluster>(weft::testing::ControllerOptions{
         .listen_host = "0.0.0.0",
         .telemetry_interval_ms = kIntervalMs,
-        .flags = {"--insecure", "--config", WriteFile("controller.yaml", R"(
+        .flags = {"--insecure", "--config", WriteTempFile("controller.yaml", R"(
 pingmesh:
   tor_uplinks: 2
   max_probes_per_node_per_s: 300
@@ -86,7 +82,7 @@ pingmesh:
     const std::string port =
         cluster_->address().substr(cluster_->address().rfind(':') + 1);
     for (const weft::testing::NetnsHost& host : fabric_->hosts()) {
-      const std::string config = WriteFile(absl::StrCat(host.name, ".yaml"), absl::StrCat(R"(
+      const std::string config = WriteTempFile(absl::StrCat(host.name, ".yaml"), absl::StrCat(R"(
 simulated:
   nics: 1
   nic_ipv4: [")", host.fabric_ip, R"("]

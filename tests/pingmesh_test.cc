@@ -8,7 +8,6 @@
 // removed: the verdict clears. `weftctl check` on a set with that node fails it alone
 // while the NIC is dark and passes once it is back.
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/testing/temp_dir.h"
+#include "common/testing/temp_file.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -26,17 +26,13 @@
 namespace weft {
 namespace {
 
+using weft::testing::WriteTempFile;
+
 using weft::testing::Cluster;
 using weft::testing::CommandResult;
 
 constexpr int kIntervalMs = 200;
 constexpr char kNftTable[] = "weft_pingmesh_test";
-
-std::string WriteFile(const std::string& name, const std::string& contents) {
-  const std::string path = weft::testing::TempPath(name);
-  std::ofstream(path) << contents;
-  return path;
-}
 
 // Runs `nft` with `args`; its exit status.
 int Nft(const std::vector<std::string>& args) {
@@ -49,7 +45,7 @@ class PingmeshTest : public ::testing::Test {
  protected:
   PingmeshTest()
       : cluster_({.telemetry_interval_ms = kIntervalMs,
-                  .flags = {"--config", WriteFile("controller.yaml", R"(
+                  .flags = {"--config", WriteTempFile("controller.yaml", R"(
 pingmesh:
   tor_uplinks: 1
   max_probes_per_node_per_s: 300
@@ -69,7 +65,7 @@ pingmesh:
     for (int rack = 1; rack <= 2; ++rack) {
       for (int n = 1; n <= 6; ++n) {
         const std::string name = absl::StrCat(rack == 1 ? "a" : "b", n);
-        const std::string config = WriteFile(absl::StrCat(name, ".yaml"), absl::StrCat(R"(
+        const std::string config = WriteTempFile(absl::StrCat(name, ".yaml"), absl::StrCat(R"(
 simulated:
   nics: 2
   nic_ipv4: ["127.0.)", rack, ".", 2 * n - 1, R"(", "127.0.)", rack, ".", 2 * n, R"("]
