@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "topology/cabling.h"
 
 namespace weft::controller {
 namespace {
@@ -21,11 +22,6 @@ std::optional<std::pair<std::string, std::string>> RoceV2Ipv4(const weft::v1::Ni
     }
   }
   return std::nullopt;
-}
-
-std::string SwitchOf(const weft::v1::Nic& nic) {
-  if (!nic.lldp_neighbor().chassis_name().empty()) return nic.lldp_neighbor().chassis_name();
-  return nic.lldp_neighbor().chassis_id();
 }
 
 }  // namespace
@@ -72,7 +68,7 @@ Fleet FleetFromNodes(const std::vector<weft::v1::NodeStatus>& nodes, int tor_upl
         fleet.unprobed.push_back(absl::StrCat(nic_name, ": no RoCE v2 GID with an IPv4 address"));
         continue;
       }
-      std::string tor = SwitchOf(nic);
+      std::string tor = topology::LldpSwitchName(nic.lldp_neighbor());
       if (tor.empty() && !info.rack().empty()) tor = absl::StrCat(info.rack(), "/tor");
       if (tor.empty()) {
         fleet.unprobed.push_back(absl::StrCat(nic_name, ": no LLDP neighbor and no rack"));
