@@ -20,6 +20,10 @@
 //   * Each NIC's findings are EvaluateNicWindow() of its current window: recomputed
 //     whenever a sample arrives; a rule that starts or stops firing is logged as an
 //     event and counted. Findings are shown only while the node reports.
+//   * A node's external findings (SetExternalFindings: what another part of the
+//     controller found, such as pingmesh blaming the node's NIC) count for its health
+//     like its NICs' findings; each source's set is replaced whole, and they are not
+//     persisted (their source finds them again after a restart).
 //   * An operator's drain is never undone by the controller. An operator who drains
 //     an auto-drained node takes it over; an operator undrain restarts the auto-drain
 //     clock of a still-sick node.
@@ -148,6 +152,14 @@ class Inventory {
   absl::Status AcceptTelemetry(absl::string_view node, uint64_t epoch,
                                const weft::v1::TelemetryBatch& batch);
 
+  // Replaces the findings `source` ("pingmesh") holds against `node` (empty: none).
+  // They count for the node's health from the next sweep, like the findings of its
+  // NICs, so a node with one held for degrade_after becomes DEGRADED (and may be
+  // auto-drained). The source logs its own events; rules newly held are counted.
+  // NOT_FOUND names an unknown node (nothing changes).
+  absl::Status SetExternalFindings(absl::string_view node, absl::string_view source,
+                                   std::vector<Finding> findings);
+
   // Marks nodes silent for more than the down-after threshold as not reporting.
   // Returns the state changes it made (each is logged, counted and recorded once).
   std::vector<StateChange> EvaluateLiveness();
@@ -243,6 +255,8 @@ class Inventory {
     // The durable ceiling of granted epochs (0 without a store).
     uint64_t epoch_ceiling = 0;
     std::vector<NicState> nics;  // in NodeInfo order
+    // SetExternalFindings, by source.
+    std::map<std::string, std::vector<Finding>, std::less<>> external_findings;
     // Why the node last became DEGRADED (the rule that fired first).
     std::string health_reason;
   };
@@ -260,7 +274,7 @@ class Inventory {
   // CheckSession's verdict for `name` and its entry (nullptr: not registered).
   static absl::Status SessionStatus(absl::string_view name, const Node* node,
                                     uint64_t epoch);
-  // Recomputes node.latest_rates and node.findings from its NICs.
+  // Recomputes node.latest_rates and node.findings from its NICs and external findings.
   static void Summarize(Node& node);
   // nodes_ in name order as a vector, rebuilt after a node was added.
   const std::vector<NodeRef>& SweepOrder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

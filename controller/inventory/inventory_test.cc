@@ -8,6 +8,7 @@
 #include "common/fake_clock.h"
 #include "controller/inventory/controller_metrics.h"
 #include "common/testing/metrics.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "store/controller_store.h"
@@ -703,6 +704,61 @@ TEST_F(InventoryHealthTest, AutoDrainsASickNodeAndUndrainsItAfterACleanWindow) {
   EXPECT_EQ(undrains[0].drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
   EXPECT_EQ(undrains[0].message(), "auto: HEALTHY for 20s, undrained");
   EXPECT_EQ(undrains[0].to_state(), weft::v1::NODE_STATE_HEALTHY);
+}
+
+Finding PingmeshNicFinding(absl::Time since) {
+  Finding finding;
+  finding.rule = HealthRule::kPingmeshNic;
+  finding.device = "n1/mlx5_1";
+  finding.value = 1.0;
+  finding.detail = "every probe of n1/mlx5_1 lost while its ToR's peers answer";
+  finding.since = since;
+  return finding;
+}
+
+TEST_F(InventoryHealthTest, ExternalFindingsDegradeAndAutoDrainLikeNicFindings) {
+  Configure(AutoDrainOptions());
+  Run(2, 0.01);
+  const absl::Time blamed_at = clock_.Now();
+  ASSERT_TRUE(inventory_->SetExternalFindings("n1", "pingmesh", {PingmeshNicFinding(blamed_at)})
+                  .ok());
+  EXPECT_EQ(Metric("weft_controller_health_rule_firings_total", {{"rule", "pingmesh_nic"}}), 1);
+  // Held for degrade_after (2 s) from the finding's since: DEGRADED, not before.
+  Run(1, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+  ASSERT_EQ(Node().findings_size(), 1);
+  EXPECT_EQ(Node().findings(0).rule(), "pingmesh_nic");
+  EXPECT_EQ(Node().findings(0).device(), "n1/mlx5_1");
+  Run(1, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(FirstChangeTo(weft::v1::NODE_STATE_DEGRADED), blamed_at + absl::Seconds(2));
+  // The same finding again is not counted twice; auto-drain takes the node 5 s later,
+  // naming the finding.
+  ASSERT_TRUE(inventory_->SetExternalFindings("n1", "pingmesh", {PingmeshNicFinding(blamed_at)})
+                  .ok());
+  EXPECT_EQ(Metric("weft_controller_health_rule_firings_total", {{"rule", "pingmesh_nic"}}), 1);
+  Run(5, 0.01);
+  const weft::v1::NodeStatus drained = Node();
+  ASSERT_EQ(drained.state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(drained.drain_reason(),
+            "auto: pingmesh_nic on n1/mlx5_1: every probe of n1/mlx5_1 lost while its "
+            "ToR's peers answer (DEGRADED for 5s)");
+  EXPECT_EQ(Metric("weft_controller_health_findings", {{"rule", "pingmesh_nic"}}), 1);
+
+  // Cleared by its source: HEALTHY after recover_after (10 s), then undrained.
+  ASSERT_TRUE(inventory_->SetExternalFindings("n1", "pingmesh", {}).ok());
+  EXPECT_EQ(Node().findings_size(), 0);
+  Run(11, 0.01);
+  EXPECT_EQ(Node().health(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(Metric("weft_controller_health_findings", {{"rule", "pingmesh_nic"}}), 0);
+}
+
+TEST_F(InventoryHealthTest, ExternalFindingsOfAnUnknownNodeAreRefused) {
+  const absl::Status status =
+      inventory_->SetExternalFindings("nope", "pingmesh", {PingmeshNicFinding(clock_.Now())});
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("nope"));
+  EXPECT_EQ(Node().findings_size(), 0);
 }
 
 TEST_F(InventoryHealthTest, NeverUndoesAnOperatorDrain) {

@@ -134,7 +134,16 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                 [this](const std::string& node, weft::v1::ControllerMessage message) {
                   return agent_service_.SendToNode(node, std::move(message));
                 },
-                &inventory_.events(), &pingmesh_metrics_, PingmeshOptions(config_)),
+                &inventory_.events(), &pingmesh_metrics_, PingmeshOptions(config_),
+                [this](const std::string& node, std::vector<Finding> findings) {
+                  // A node that left the inventory has nothing to degrade.
+                  if (absl::Status set = inventory_.SetExternalFindings(node, "pingmesh",
+                                                                        std::move(findings));
+                      !set.ok()) {
+                    WEFT_LOG(DEBUG) << "pingmesh findings not kept node=" << node
+                                    << " error=\"" << set.message() << "\"";
+                  }
+                }),
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
                                          security::TlsEnabled(config_.tls())},
