@@ -155,7 +155,11 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                                   CongestionScale::FromThresholds(
                                       InventoryOptions::FromConfig(config_).health)},
                  &placement_metrics_, store_),
-      placement_service_(&placement_, &pingmesh_),
+      placement_service_(&placement_,
+                         [this](const weft::v1::CheckRequest& request,
+                                PrecheckedPlacement::CheckDone done) {
+                           return pingmesh_.StartCheck(request, std::move(done));
+                         }),
       rollout_store_(MakeRolloutStore(store_)),
       rollouts_(&inventory_, &desired_state_, rollout_store_.get(), &rollout_metrics_, clock_),
       rollout_service_(&rollouts_),
