@@ -579,7 +579,7 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Undrain(absl::string_view name,
   return StatusOf(node);
 }
 
-weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
+weft::v1::NodeStatus Inventory::StatusOf(const Node& node, bool samples) const {
   weft::v1::NodeStatus status;
   *status.mutable_info() = node.info;
   status.set_state(StateOf(node));
@@ -591,6 +591,7 @@ weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
   status.set_health(node.health.state());
   status.set_drained_by(node.drained_by);
   status.set_drained_who(node.drained_who);
+  if (!samples) return status;
   for (const NicState& nic : node.nics) {
     weft::v1::NicStatus* nic_status = status.add_nics();
     *nic_status->mutable_nic() = nic.nic;
@@ -626,6 +627,14 @@ std::vector<weft::v1::NodeStatus> Inventory::ListNodes(absl::string_view rack) c
     if (!rack.empty() && node.info.rack() != rack) continue;
     result.push_back(StatusOf(node));
   }
+  return result;
+}
+
+std::vector<weft::v1::NodeStatus> Inventory::ListNodeIdentities() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<weft::v1::NodeStatus> result;
+  result.reserve(nodes_.size());
+  for (const auto& [name, node] : nodes_) result.push_back(StatusOf(node, /*samples=*/false));
   return result;
 }
 

@@ -191,6 +191,12 @@ class Inventory {
   absl::StatusOr<weft::v1::NodeStatus> GetNode(absl::string_view node) const;
   // All nodes, sorted by name; only those of `rack` when it is not empty.
   std::vector<weft::v1::NodeStatus> ListNodes(absl::string_view rack = "") const;
+  // All nodes, sorted by name, with what they are and their state only (info, state,
+  // reporting, health, drain): no NIC samples, findings or rates. For callers that
+  // read the fleet often and need none of those (pingmesh reads it every few seconds):
+  // ListNodes parses every NIC's latest sample, which at thousands of nodes they would
+  // pay for nothing.
+  std::vector<weft::v1::NodeStatus> ListNodeIdentities() const;
 
   // The window of one NIC, oldest first. NOT_FOUND for an unknown node or NIC.
   absl::StatusOr<std::vector<WindowSample>> NicWindow(absl::string_view node,
@@ -268,7 +274,9 @@ class Inventory {
   static weft::v1::NodeState StateOf(const Node& node);
   // Sum of the NICs' latest rates; zero while the node is not reporting.
   static NicRates RatesOf(const Node& node);
-  weft::v1::NodeStatus StatusOf(const Node& node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // With `samples` false, no NicStatus, findings or rates (ListNodeIdentities).
+  weft::v1::NodeStatus StatusOf(const Node& node, bool samples = true) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckSessionLocked(absl::string_view node, uint64_t epoch) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // CheckSession's verdict for `name` and its entry (nullptr: not registered).

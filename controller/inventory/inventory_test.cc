@@ -430,6 +430,25 @@ TEST_F(InventoryTest, ListNodesSortsAndFiltersByRack) {
   EXPECT_EQ(inventory_->GetNode("zzz").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(InventoryTest, ListNodeIdentitiesHasWhatNodesAreButNoSamples) {
+  ASSERT_TRUE(inventory_->Register(MakeNode("b", 2, "r2"), 0).ok());
+  ASSERT_TRUE(inventory_->Register(MakeNode("a", 2, "r1"), 0).ok());
+  weft::v1::TelemetryBatch batch;
+  batch.add_samples()->set_device("mlx5_0");
+  ASSERT_TRUE(inventory_->AcceptTelemetry("a", 1, batch).ok());
+  ASSERT_EQ(inventory_->GetNode("a")->nics_size(), 2);
+  const std::vector<weft::v1::NodeStatus> identities = inventory_->ListNodeIdentities();
+  ASSERT_EQ(identities.size(), 2u);
+  EXPECT_EQ(identities[0].info().name(), "a");
+  EXPECT_EQ(identities[0].info().rack(), "r1");
+  EXPECT_EQ(identities[0].info().nics_size(), 2);
+  EXPECT_TRUE(identities[0].reporting());
+  EXPECT_EQ(identities[0].state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(identities[0].nics_size(), 0) << "no NIC samples";
+  EXPECT_FALSE(identities[0].has_rates());
+  EXPECT_EQ(identities[1].info().name(), "b");
+}
+
 TEST(InventoryOptionsTest, FromConfigTakesTheHealthSectionAndDefaultsMatch) {
   weft::v1::ControllerConfig config = DefaultControllerConfig();
   config.mutable_health()->set_degrade_after_ms(500);

@@ -130,7 +130,7 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                        return agent_service_.SendToNode(node, std::move(message));
                      }),
       pingmesh_metrics_(*registry_),
-      pingmesh_(clock_, [this] { return inventory_.ListNodes(); },
+      pingmesh_(clock_, [this] { return inventory_.ListNodeIdentities(); },
                 [this](const std::string& node, weft::v1::ControllerMessage message) {
                   return agent_service_.SendToNode(node, std::move(message));
                 },
