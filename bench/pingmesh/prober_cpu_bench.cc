@@ -312,14 +312,14 @@ int Main() {
     const uint32_t own_port = FreeUdpPort();
     const weft::v1::Pinglist list =
         BusiestNodeList(*fabric, rate, peers_port, own_port, &node);
-    phases.push_back(Measure(absl::StrCat(rate, " probes/s budget"),
+    phases.push_back(Measure(absl::StrCat(rate, " probes/s budget (", node, ")"),
                              NodeConfig(node, own_port, rate), &list, responder));
   }
   Stop(responder);
 
-  std::printf("pinglist: the busiest node of the %d-node twin (%s), %d NICs; %.0f s measured "
+  std::printf("pinglist: the busiest node of the %d-node twin, %d NICs; %.0f s measured "
               "per phase after %.0f s of warm-up; probe.max_cpu_share %.2f\n\n",
-              rail.nodes, node.c_str(), kNics, absl::GetFlag(FLAGS_seconds),
+              rail.nodes, kNics, absl::GetFlag(FLAGS_seconds),
               absl::GetFlag(FLAGS_warmup_s), absl::GetFlag(FLAGS_max_cpu_share));
   std::printf("| phase | peers / flows | planned probes/s | sent probes/s | answered (of "
               "resolved) | lost | "
