@@ -115,6 +115,10 @@ sleep 8
 echo
 echo "weft demo: pingmesh, every node probing its peers over loopback UDP:"
 "${weftctl[@]}" pingmesh status 2>/dev/null | head -n 12 || true
+# An agent whose probe port something else holds goes on without pingmesh; say which.
+for log in $(grep -l "NOT answering probes" "$demo_dir"/logs/gpu-*.log 2>/dev/null); do
+  echo "weft demo: WARNING: $(basename "$log" .log) is not probed: $(grep -o 'cannot bind UDP port [0-9]*' "$log" | head -n 1) (another process holds it; see $log)" >&2
+done
 echo
 echo "weft demo: the jobs, placed by Weft, running on the twin:"
 "${weftctl[@]}" jobs || true
