@@ -31,7 +31,8 @@ PingmeshMetrics::PingmeshMetrics(prometheus::Registry& registry)
       judged_(prometheus::BuildCounter()
                   .Name("weft_controller_pingmesh_judged_windows_total")
                   .Help("Windows judged: reported (every probing node had sent it) or "
-                        "deadline (the lateness ran out first: a node silent or late).")
+                        "deadline (the lateness ran out first: a node silent or late, or "
+                        "no node probing).")
                   .Register(registry)),
       streams_(prometheus::BuildGauge()
                    .Name("weft_controller_pingmesh_streams")

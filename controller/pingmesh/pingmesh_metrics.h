@@ -9,7 +9,8 @@
 //   weft_controller_pingmesh_windows_total{result}       counter, probe windows received:
 //       accepted, late (after their window was judged), unknown (no stream of the plan)
 //   weft_controller_pingmesh_judged_windows_total{when}  counter, windows judged: when
-//       "reported" (every probing node had sent it), "deadline" (lateness ran out first)
+//       "reported" (every probing node had sent it), "deadline" (lateness ran out first:
+//       a node silent, late or not saying how far it is, or no node probing)
 //   weft_controller_pingmesh_streams                     gauge, probe streams planned
 //   weft_controller_pingmesh_probed_nodes                gauge
 //   weft_controller_pingmesh_pinglists_sent_total        counter
