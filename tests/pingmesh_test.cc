@@ -32,9 +32,9 @@ using weft::testing::Cluster;
 using weft::testing::CommandResult;
 
 constexpr int kIntervalMs = 200;
-// A dead NIC is named once the second window with its losses is judged: up to two
-// windows (2 × 250 ms) after the fault, plus the probe timeout (a loss is only known
-// then), plus the trip and the controller's next tick (≤ kIntervalMs / 4). The agents
+// A dead NIC is named once the second window with its losses is judged: its end comes
+// 0.25 to 0.75 s after the fault (250 ms windows), then the probe timeout (a loss is
+// only known then), the trip and the controller's next pingmesh tick (50 ms). The agents
 // send each window as it closes and the controller judges it once every node has, so
 // nothing waits for a telemetry interval. The probe timeout is 200 ms here (loopback
 // answers in µs): with the default 1 s no fault could be named within 1 s.
