@@ -197,6 +197,13 @@ int CountSubstrings(const std::string& text, const std::string& needle) {
   return count;
 }
 
+// A free UDP port on loopback (bound by a responder, then released).
+uint16_t FreeUdpPort() {
+  absl::StatusOr<std::unique_ptr<probe::UdpResponder>> taken =
+      probe::UdpResponder::Start("127.0.0.1", 0);
+  return taken.ok() ? (*taken)->port() : 0;
+}
+
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -286,6 +293,18 @@ class AgentTest : public ::testing::Test {
     }
   }
 
+  // Picks free ports (responder_port_, source_port_), turns probing on, starts the
+  // agent and waits for its first batch.
+  void StartProbingAgent() {
+    responder_port_ = FreeUdpPort();
+    source_port_ = FreeUdpPort();
+    ASSERT_NE(responder_port_, 0);
+    ASSERT_NE(source_port_, 0);
+    ASSERT_NO_FATAL_FAILURE(MakePingmesh(responder_port_));
+    StartAgent();
+    ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
+  }
+
   // Turns probing on (config_.probe, answering on `responder_port`) and makes pingmesh_.
   void MakePingmesh(uint16_t responder_port) {
     weft::v1::ProbeConfig* probe = config_.mutable_probe();
@@ -325,15 +344,11 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<GrpcControllerClient> client_;
   std::unique_ptr<ControllerClient> faulty_client_;
   std::unique_ptr<probe::Pingmesh> pingmesh_;  // declared before the agent that uses it
+  uint16_t responder_port_ = 0;  // StartProbingAgent's
+  uint16_t source_port_ = 0;
   std::unique_ptr<Agent> agent_;
 };
 
-// A free UDP port on loopback (bound by a responder, then released).
-uint16_t FreeUdpPort() {
-  absl::StatusOr<std::unique_ptr<probe::UdpResponder>> taken =
-      probe::UdpResponder::Start("127.0.0.1", 0);
-  return taken.ok() ? (*taken)->port() : 0;
-}
 
 // A pinglist of one peer: this node's own responder on `responder_port`, probed from
 // `source_port` at 20/s.
@@ -359,13 +374,9 @@ ControllerMessage SelfPinglist(uint64_t version, uint32_t window_ms, uint32_t ti
 // pinglist pushed down the stream is probed (here, the agent's own responder over real
 // UDP on loopback) and its windows come up in the telemetry batches.
 TEST_F(AgentTest, AppliesAPushedPinglistAndReportsProbeWindowsInTelemetry) {
-  const uint16_t responder_port = FreeUdpPort();
-  const uint16_t source_port = FreeUdpPort();
-  ASSERT_NE(responder_port, 0);
-  ASSERT_NE(source_port, 0);
-  ASSERT_NO_FATAL_FAILURE(MakePingmesh(responder_port));
-  StartAgent();
-  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartProbingAgent());
+  const uint16_t responder_port = responder_port_;
+  const uint16_t source_port = source_port_;
   {
     absl::MutexLock lock(&controller_.mu_);
     EXPECT_EQ(controller_.registers_[0].node().probe_udp_port(), responder_port);
@@ -413,14 +424,10 @@ TEST_F(AgentTest, AppliesAPushedPinglistAndReportsProbeWindowsInTelemetry) {
 // closes, in a batch of its own that carries no NIC samples, saying how far the node's
 // windows are out.
 TEST_F(AgentTest, ProbeWindowsGoUpAsTheyCloseInBatchesOfTheirOwn) {
-  const uint16_t responder_port = FreeUdpPort();
-  const uint16_t source_port = FreeUdpPort();
-  ASSERT_NE(responder_port, 0);
-  ASSERT_NE(source_port, 0);
   config_.set_interval_ms(60000);  // no second collection in this test
-  ASSERT_NO_FATAL_FAILURE(MakePingmesh(responder_port));
-  StartAgent();
-  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartProbingAgent());
+  const uint16_t responder_port = responder_port_;
+  const uint16_t source_port = source_port_;
 
   const absl::Time pushed_at = clock_.Now();
   controller_.Push(SelfPinglist(5, /*window_ms=*/500, /*timeout_ms=*/100, responder_port,
@@ -877,6 +884,49 @@ TEST_F(AgentTest, StalledControllerDropsOldestTelemetryNeverAcksAndNeverStallsCo
   // The session survived the stall: no reconnect, no send error.
   EXPECT_EQ(Metric("weft_agent_reconnects_total"), 0.0);
   EXPECT_EQ(Metric("weft_agent_telemetry_send_errors_total"), 0.0);
+}
+
+// A stream that is behind holds collections in the bounded queue; windows closing
+// meanwhile must not push batches of their own into it (each would drop a collection):
+// they wait for the next collection's batch.
+TEST_F(AgentTest, ProbeWindowsWaitForACollectionWhileTheStreamIsBehind) {
+  ASSERT_NO_FATAL_FAILURE(StartProbingAgent());
+  const uint16_t responder_port = responder_port_;
+  const uint16_t source_port = source_port_;
+  // A 100 ms window closes every other 50 ms interval, 10 ms (the timeout) after its
+  // end: between two collections.
+  controller_.Push(SelfPinglist(5, /*window_ms=*/100, /*timeout_ms=*/10, responder_port,
+                                source_port));
+  ASSERT_TRUE(StepUntil([](FakeController& c) {
+    for (const FakeController::Batch& b : c.batches_) {
+      if (b.batch.probe_windows_only()) return true;
+    }
+    return false;
+  }));
+  controller_.StallReads(true);
+  for (int step = 0; step < 2000 && Metric("weft_agent_telemetry_dropped_total").value_or(0) < 1;
+       ++step) {
+    Step(1);
+  }
+  ASSERT_GE(Metric("weft_agent_telemetry_dropped_total").value_or(0), 1.0);
+  // The queue is full: from here on, only collections may push anything out of it.
+  const double dropped_before = Metric("weft_agent_telemetry_dropped_total").value_or(0);
+  const double collections_before =
+      Metric("weft_agent_collection_duration_seconds_count").value_or(0);
+  Step(400);  // each step to the next deadline of either thread: probes, closes, collections
+  const double dropped = Metric("weft_agent_telemetry_dropped_total").value_or(0) - dropped_before;
+  const double collections =
+      Metric("weft_agent_collection_duration_seconds_count").value_or(0) - collections_before;
+  EXPECT_GT(collections, 20.0);
+  EXPECT_LE(dropped, collections);
+  controller_.StallReads(false);
+  // The windows went up with the collections once the stream caught up.
+  ASSERT_TRUE(StepUntil([](FakeController& c) {
+    for (auto it = c.batches_.rbegin(); it != c.batches_.rend(); ++it) {
+      if (!it->batch.probe_windows_only() && it->batch.probe_windows_size() > 0) return true;
+    }
+    return false;
+  }));
 }
 
 TEST_F(AgentTest, DeadFaultRegistersButNeverSendsTelemetry) {
