@@ -466,7 +466,9 @@ void Agent::AddProbeWindows(weft::v1::TelemetryBatch* batch) {
   for (weft::v1::ProbeWindow& window : pingmesh_->TakeWindows(&through)) {
     *batch->add_probe_windows() = std::move(window);
   }
-  if (through != absl::InfinitePast()) batch->set_probe_windows_through_us(absl::ToUnixMicros(through));
+  if (through != absl::InfinitePast()) {
+    batch->set_probe_windows_through_us(absl::ToUnixMicros(through));
+  }
 }
 
 weft::v1::TelemetryBatch Agent::Collect() {

@@ -455,7 +455,8 @@ TEST_F(AgentTest, ProbeWindowsGoUpAsTheyCloseInBatchesOfTheirOwn) {
     AwaitWritesOrSessionEnd();
     ASSERT_TRUE(clock_.AdvanceToNextDeadline(kWait));
   }
-  ASSERT_TRUE(controller_.WaitFor([&](FakeController& c) { return window_batches(c).size() >= 3; }));
+  ASSERT_TRUE(
+      controller_.WaitFor([&](FakeController& c) { return window_batches(c).size() >= 3; }));
   EXPECT_LT(clock_.Now() - pushed_at, absl::Seconds(60)) << "the windows waited for a collection";
   absl::MutexLock lock(&controller_.mu_);
   int collections = 0;  // since the list came: none, the interval is a minute

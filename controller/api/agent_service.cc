@@ -189,7 +189,9 @@ class AgentServiceImpl::AgentStream final
           service_->metrics_->TelemetryRejected("no_hello");
           return NoHello();
         }
-        if (message.telemetry().probe_windows_only()) return HandleProbeWindows(message.telemetry());
+        if (message.telemetry().probe_windows_only()) {
+          return HandleProbeWindows(message.telemetry());
+        }
         absl::Status accepted =
             service_->inventory_->AcceptTelemetry(node_, epoch_, message.telemetry());
         if (!accepted.ok()) {
