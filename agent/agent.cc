@@ -69,7 +69,7 @@ absl::Status Agent::Start() {
   }
   for (const weft::v1::Nic& nic : inventory_.nics) metrics_.AddNic(nic);
   // The NICs' line rates bound the probe rate.
-  if (pingmesh_ != nullptr) pingmesh_->Start(inventory_.nics);
+  if (pingmesh_ != nullptr) pingmesh_->Start(inventory_.nics, [this] { ProbeWindowsClosed(); });
   SetRegistered(false);
   WEFT_LOG(INFO) << "agent starting node=" << config_.node_name()
                  << " controller=" << config_.controller_address()
@@ -133,6 +133,36 @@ bool Agent::WaitUntil(const Clock& clock, absl::Time deadline, bool session_end)
     return stop_requested_ || (session_end && stream_ended_);
   };
   return clock.AwaitWithDeadline(&mu_, absl::Condition(&woken), deadline);
+}
+
+void Agent::ProbeWindowsClosed() {
+  absl::MutexLock lock(&mu_);
+  probe_windows_closed_ = true;
+}
+
+bool Agent::WaitForCollection(absl::Time next_collection, OutboundQueue* outbound) {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_requested_ || stream_ended_ || probe_windows_closed_;
+      };
+      clock_->AwaitWithDeadline(&mu_, absl::Condition(&woken), next_collection);
+      if (stop_requested_ || stream_ended_) return true;
+      if (!probe_windows_closed_) return false;  // time to collect
+      probe_windows_closed_ = false;
+    }
+    // Telemetry still queued means the stream is behind: the windows wait for the next
+    // collection rather than push a batch out of the bounded queue.
+    if (outbound->queued_telemetry() > 0) continue;
+    weft::v1::AgentMessage message;
+    weft::v1::TelemetryBatch* batch = message.mutable_telemetry();
+    batch->set_collected_at_us(absl::ToUnixMicros(clock_->Now()));
+    batch->set_probe_windows_only(true);
+    AddProbeWindows(batch);
+    if (batch->probe_windows().empty()) continue;  // the last collection took them
+    if (outbound->PushTelemetry(std::move(message))) metrics_.TelemetryDropped();
+  }
 }
 
 void Agent::SetRegistered(bool registered) {
@@ -252,7 +282,7 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
     if (write_failed) break;
     // Fixed rate; intervals missed (a slow write) are skipped, not bunched up.
     next = NextTick(next, clock_->Now(), interval_);
-    if (WaitUntil(*clock_, next, /*session_end=*/true)) break;
+    if (WaitForCollection(next, &outbound)) break;
     *lived_an_interval = true;
   }
 
@@ -280,7 +310,10 @@ absl::Status Agent::RunSession(bool rediscover, bool* lived_an_interval) {
 void Agent::WriteUplink(ControllerStream* stream, OutboundQueue* outbound,
                         std::atomic<bool>* failed) {
   while (std::optional<weft::v1::AgentMessage> message = outbound->Pop()) {
-    const bool telemetry = message->has_telemetry();
+    // A batch of probe windows alone is not a collection: counted apart.
+    const bool probe_windows_only =
+        message->has_telemetry() && message->telemetry().probe_windows_only();
+    const bool telemetry = message->has_telemetry() && !probe_windows_only;
     if (!stream->Write(*message).ok()) {
       // A write cut short by our own Stop() is not a send error.
       if (!stop_requested()) metrics_.SendError();
@@ -288,6 +321,7 @@ void Agent::WriteUplink(ControllerStream* stream, OutboundQueue* outbound,
       return;
     }
     if (telemetry) metrics_.BatchSent();
+    if (probe_windows_only) metrics_.ProbeWindowBatchSent();
   }
 }
 
@@ -432,6 +466,18 @@ void Agent::NoteMissingCounters(const RawNicReading& reading) {
   logged = reading.missing_counters;
 }
 
+void Agent::AddProbeWindows(weft::v1::TelemetryBatch* batch) {
+  if (pingmesh_ == nullptr) return;
+  batch->set_pinglist_version(pingmesh_->pinglist_version());
+  absl::Time through = absl::InfinitePast();
+  for (weft::v1::ProbeWindow& window : pingmesh_->TakeWindows(&through)) {
+    *batch->add_probe_windows() = std::move(window);
+  }
+  if (through != absl::InfinitePast()) {
+    batch->set_probe_windows_through_us(absl::ToUnixMicros(through));
+  }
+}
+
 weft::v1::TelemetryBatch Agent::Collect() {
   weft::v1::TelemetryBatch batch;
   batch.set_collected_at_us(absl::ToUnixMicros(clock_->Now()));
@@ -444,12 +490,7 @@ weft::v1::TelemetryBatch Agent::Collect() {
   }
   metrics_.ObserveCollection(absl::Now() - started);
   *batch.mutable_tunables() = CheckTunables();
-  if (pingmesh_ != nullptr) {
-    batch.set_pinglist_version(pingmesh_->pinglist_version());
-    for (weft::v1::ProbeWindow& window : pingmesh_->TakeWindows()) {
-      *batch.add_probe_windows() = std::move(window);
-    }
-  }
+  AddProbeWindows(&batch);
   if (!readings.ok()) {
     // Still one sample per NIC, each saying why it is empty.
     const std::string error = readings.status().ToString();

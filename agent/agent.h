@@ -30,9 +30,13 @@
 // Pingmesh (issue 22), when the composition root gives the agent one
 // (agent/probe/pingmesh.h): it starts with the agent, once the NICs are known (they
 // bound the probe rate); a pinglist pushed down the stream replaces the one probed
-// (a bad one is logged and counted, the old one goes on); each telemetry batch carries
-// the probe windows closed since the previous one and the pinglist version; Register
-// advertises the responder's UDP port (NodeInfo.probe_udp_port).
+// (a bad one is logged and counted, the old one goes on); probe windows go up as soon
+// as they close, between collections, in a batch of their own
+// (TelemetryBatch.probe_windows_only: no NIC samples) — unless telemetry is already
+// queued for a slow stream, when they wait for the next collection's batch, as any
+// left over do; every batch carries the pinglist version and how far the windows are
+// out (probe_windows_through_us); Register advertises the responder's UDP port
+// (NodeInfo.probe_udp_port).
 //
 // Time: sample timestamps come from the injected Clock (through the backend);
 // waits between intervals and backoff sleeps are real-time, interruptible waits on a
@@ -135,6 +139,16 @@ class Agent {
   // of the current stream. True when it returned because of Stop() or the stream end.
   bool WaitUntil(const Clock& clock, absl::Time deadline, bool session_end)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Between collections: waits for `next_collection`, the session's end, or probe
+  // windows closing (sent at once, each time, in a batch of their own on `outbound`).
+  // True when the session ended (or Stop()).
+  bool WaitForCollection(absl::Time next_collection, OutboundQueue* outbound)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The prober's callback (its thread): windows closed; only wakes the loop.
+  void ProbeWindowsClosed() ABSL_LOCKS_EXCLUDED(mu_);
+  // Moves what the prober closed into `batch`, with the pinglist version and how far
+  // the windows are out.
+  void AddProbeWindows(weft::v1::TelemetryBatch* batch);
   bool stop_requested() const ABSL_LOCKS_EXCLUDED(mu_);
   // TelemetryBatch.tunables: the applied version and what drifted from it.
   weft::v1::TunablesStatus CheckTunables() ABSL_LOCKS_EXCLUDED(mu_, backend_mu_);
@@ -171,6 +185,7 @@ class Agent {
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool stream_ended_ ABSL_GUARDED_BY(mu_) = false;
   bool registered_ ABSL_GUARDED_BY(mu_) = false;
+  bool probe_windows_closed_ ABSL_GUARDED_BY(mu_) = false;  // set by the prober
   uint64_t highest_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   // The last desired state ACKed; version 0 until one is.
   weft::v1::DesiredState applied_ ABSL_GUARDED_BY(mu_);

@@ -96,6 +96,11 @@ AgentMetrics::AgentMetrics(prometheus::Registry& registry, std::string node_name
       batches_sent_(CounterFamily(registry, "weft_agent_telemetry_batches_sent_total",
                                   "TelemetryBatch messages written to the controller stream.")
                         .Add({})),
+      probe_window_batches_sent_(
+          CounterFamily(registry, "weft_agent_probe_window_batches_sent_total",
+                        "TelemetryBatch messages of probe windows alone, written as the "
+                        "windows closed between collections.")
+              .Add({})),
       send_errors_(CounterFamily(registry, "weft_agent_telemetry_send_errors_total",
                                  "TelemetryBatch writes the controller stream refused.")
                        .Add({})),

@@ -2,7 +2,9 @@
 // (served at the agent's /metrics by common/metrics_server.h).
 //
 // Agent health:
-//   weft_agent_telemetry_batches_sent_total      TelemetryBatch messages written
+//   weft_agent_telemetry_batches_sent_total      TelemetryBatch messages written (collections)
+//   weft_agent_probe_window_batches_sent_total   batches of probe windows alone, sent as
+//                                                they closed between collections
 //   weft_agent_telemetry_send_errors_total       batches the stream refused
 //   weft_agent_reconnects_total                  session attempts after a failure
 //   weft_agent_registered                        1 while registered with a live stream
@@ -55,6 +57,7 @@ class AgentMetrics {
   AgentMetrics& operator=(const AgentMetrics&) = delete;
 
   void BatchSent() { batches_sent_.Increment(); }
+  void ProbeWindowBatchSent() { probe_window_batches_sent_.Increment(); }
   void SendError() { send_errors_.Increment(); }
   // A queued batch dropped because the stream was slower than collection.
   void TelemetryDropped() { telemetry_dropped_.Increment(); }
@@ -106,6 +109,7 @@ class AgentMetrics {
 
   const std::string node_name_;
   prometheus::Counter& batches_sent_;
+  prometheus::Counter& probe_window_batches_sent_;
   prometheus::Counter& send_errors_;
   prometheus::Counter& telemetry_dropped_;
   prometheus::Counter& reconnects_;

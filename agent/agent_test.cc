@@ -197,6 +197,13 @@ int CountSubstrings(const std::string& text, const std::string& needle) {
   return count;
 }
 
+// A free UDP port on loopback (bound by a responder, then released).
+uint16_t FreeUdpPort() {
+  absl::StatusOr<std::unique_ptr<probe::UdpResponder>> taken =
+      probe::UdpResponder::Start("127.0.0.1", 0);
+  return taken.ok() ? (*taken)->port() : 0;
+}
+
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -286,6 +293,32 @@ class AgentTest : public ::testing::Test {
     }
   }
 
+  // Picks free ports (responder_port_, source_port_), turns probing on, starts the
+  // agent and waits for its first batch.
+  void StartProbingAgent() {
+    responder_port_ = FreeUdpPort();
+    source_port_ = FreeUdpPort();
+    ASSERT_NE(responder_port_, 0);
+    ASSERT_NE(source_port_, 0);
+    ASSERT_NO_FATAL_FAILURE(MakePingmesh(responder_port_));
+    StartAgent();
+    ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
+  }
+
+  // Turns probing on (config_.probe, answering on `responder_port`) and makes pingmesh_.
+  void MakePingmesh(uint16_t responder_port) {
+    weft::v1::ProbeConfig* probe = config_.mutable_probe();
+    probe->set_udp_port(responder_port);
+    probe->set_bind_address("127.0.0.1");
+    probe->set_max_probes_per_second(1000);
+    probe->set_max_nic_share(0.01);
+    probe->set_max_cpu_share(0.5);
+    absl::StatusOr<std::unique_ptr<probe::Pingmesh>> pingmesh =
+        probe::Pingmesh::Create(config_, &clock_, &registry_);
+    ASSERT_TRUE(pingmesh.ok()) << pingmesh.status();
+    pingmesh_ = *std::move(pingmesh);
+  }
+
   // Stops the agent and returns how long that took.
   absl::Duration TimedStop() {
     const absl::Time start = absl::Now();
@@ -311,47 +344,21 @@ class AgentTest : public ::testing::Test {
   std::unique_ptr<GrpcControllerClient> client_;
   std::unique_ptr<ControllerClient> faulty_client_;
   std::unique_ptr<probe::Pingmesh> pingmesh_;  // declared before the agent that uses it
+  uint16_t responder_port_ = 0;  // StartProbingAgent's
+  uint16_t source_port_ = 0;
   std::unique_ptr<Agent> agent_;
 };
 
-// A free UDP port on loopback (bound by a responder, then released).
-uint16_t FreeUdpPort() {
-  absl::StatusOr<std::unique_ptr<probe::UdpResponder>> taken =
-      probe::UdpResponder::Start("127.0.0.1", 0);
-  return taken.ok() ? (*taken)->port() : 0;
-}
 
-// Pingmesh through the agent: the responder's port is advertised at Register, a
-// pinglist pushed down the stream is probed (here, the agent's own responder over real
-// UDP on loopback) and its windows come up in the telemetry batches.
-TEST_F(AgentTest, AppliesAPushedPinglistAndReportsProbeWindowsInTelemetry) {
-  const uint16_t responder_port = FreeUdpPort();
-  const uint16_t source_port = FreeUdpPort();
-  ASSERT_NE(responder_port, 0);
-  ASSERT_NE(source_port, 0);
-  weft::v1::ProbeConfig* probe = config_.mutable_probe();
-  probe->set_udp_port(responder_port);
-  probe->set_bind_address("127.0.0.1");
-  probe->set_max_probes_per_second(1000);
-  probe->set_max_nic_share(0.01);
-  probe->set_max_cpu_share(0.5);
-  absl::StatusOr<std::unique_ptr<probe::Pingmesh>> pingmesh =
-      probe::Pingmesh::Create(config_, &clock_, &registry_);
-  ASSERT_TRUE(pingmesh.ok()) << pingmesh.status();
-  pingmesh_ = *std::move(pingmesh);
-  StartAgent();
-  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
-  {
-    absl::MutexLock lock(&controller_.mu_);
-    EXPECT_EQ(controller_.registers_[0].node().probe_udp_port(), responder_port);
-    EXPECT_EQ(controller_.batches_[0].batch.pinglist_version(), 0u);
-  }
-
+// A pinglist of one peer: this node's own responder on `responder_port`, probed from
+// `source_port` at 20/s.
+ControllerMessage SelfPinglist(uint64_t version, uint32_t window_ms, uint32_t timeout_ms,
+                               uint16_t responder_port, uint16_t source_port) {
   ControllerMessage push;
   weft::v1::Pinglist* list = push.mutable_pinglist();
-  list->set_version(5);
-  list->set_window_ms(1000);
-  list->set_timeout_ms(5000);
+  list->set_version(version);
+  list->set_window_ms(window_ms);
+  list->set_timeout_ms(timeout_ms);
   weft::v1::ProbePeer* peer = list->add_peers();
   peer->set_node("node-7");
   peer->set_address("127.0.0.1");
@@ -360,7 +367,24 @@ TEST_F(AgentTest, AppliesAPushedPinglistAndReportsProbeWindowsInTelemetry) {
   peer->add_source_ports(source_port);
   peer->set_dscp(26);
   peer->set_probes_per_second(20);
-  controller_.Push(push);
+  return push;
+}
+
+// Pingmesh through the agent: the responder's port is advertised at Register, a
+// pinglist pushed down the stream is probed (here, the agent's own responder over real
+// UDP on loopback) and its windows come up in the telemetry batches.
+TEST_F(AgentTest, AppliesAPushedPinglistAndReportsProbeWindowsInTelemetry) {
+  ASSERT_NO_FATAL_FAILURE(StartProbingAgent());
+  const uint16_t responder_port = responder_port_;
+  const uint16_t source_port = source_port_;
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    EXPECT_EQ(controller_.registers_[0].node().probe_udp_port(), responder_port);
+    EXPECT_EQ(controller_.batches_[0].batch.pinglist_version(), 0u);
+  }
+
+  controller_.Push(SelfPinglist(5, /*window_ms=*/1000, /*timeout_ms=*/5000, responder_port,
+                                source_port));
   auto windows_in = [](FakeController& c) {
     std::vector<std::pair<weft::v1::ProbeWindow, uint64_t>> windows;  // with the batch's version
     for (const FakeController::Batch& b : c.batches_) {
@@ -394,6 +418,76 @@ TEST_F(AgentTest, AppliesAPushedPinglistAndReportsProbeWindowsInTelemetry) {
   EXPECT_GE(Metric("weft_agent_probes_sent_total", {{"node", "node-7"}}).value_or(0), 19.0);
   EXPECT_EQ(Metric("weft_agent_pinglists_total", {{"node", "node-7"}, {"result", "applied"}}),
             1.0);
+}
+
+// Probe windows do not wait for the next collection: each goes up as soon as it
+// closes, in a batch of its own that carries no NIC samples, saying how far the node's
+// windows are out.
+TEST_F(AgentTest, ProbeWindowsGoUpAsTheyCloseInBatchesOfTheirOwn) {
+  config_.set_interval_ms(60000);  // no second collection in this test
+  ASSERT_NO_FATAL_FAILURE(StartProbingAgent());
+  const uint16_t responder_port = responder_port_;
+  const uint16_t source_port = source_port_;
+
+  const absl::Time pushed_at = clock_.Now();
+  controller_.Push(SelfPinglist(5, /*window_ms=*/500, /*timeout_ms=*/100, responder_port,
+                                source_port));
+  auto window_batches = [](FakeController& c) {
+    std::vector<weft::v1::TelemetryBatch> out;
+    for (const FakeController::Batch& b : c.batches_) {
+      if (b.batch.probe_windows_size() > 0) out.push_back(b.batch);
+    }
+    return out;
+  };
+  // Step only while both the agent's loop and the prober wait on the clock, so the
+  // clock never jumps to the next collection past the prober's deadlines.
+  const absl::Time applied_by = absl::Now() + kWait;
+  while (pingmesh_->pinglist_version() != 5 && absl::Now() < applied_by) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(pingmesh_->pinglist_version(), 5u);
+  for (int step = 0; step < 2000; ++step) {
+    if (controller_.WaitFor([&](FakeController& c) { return window_batches(c).size() >= 3; },
+                            absl::ZeroDuration())) {
+      break;
+    }
+    ASSERT_TRUE(clock_.AwaitWaiters(2, kWait));
+    AwaitWritesOrSessionEnd();
+    ASSERT_TRUE(clock_.AdvanceToNextDeadline(kWait));
+  }
+  ASSERT_TRUE(
+      controller_.WaitFor([&](FakeController& c) { return window_batches(c).size() >= 3; }));
+  EXPECT_LT(clock_.Now() - pushed_at, absl::Seconds(60)) << "the windows waited for a collection";
+  absl::MutexLock lock(&controller_.mu_);
+  int collections = 0;  // since the list came: none, the interval is a minute
+  for (const FakeController::Batch& b : controller_.batches_) {
+    if (b.batch.collected_at_us() > absl::ToUnixMicros(pushed_at)) {
+      collections += b.batch.probe_windows_only() ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(collections, 0);
+  int64_t previous_through_us = 0;
+  for (const weft::v1::TelemetryBatch& batch : window_batches(controller_)) {
+    SCOPED_TRACE(batch.ShortDebugString());
+    EXPECT_TRUE(batch.probe_windows_only());
+    EXPECT_EQ(batch.samples_size(), 0);
+    EXPECT_FALSE(batch.has_tunables());
+    EXPECT_EQ(batch.pinglist_version(), 5u);
+    // Sent once the window's probes are resolved: its end plus the list's timeout.
+    for (const weft::v1::ProbeWindow& w : batch.probe_windows()) {
+      EXPECT_LE(w.window_end_us(), batch.probe_windows_through_us());
+      EXPECT_GE(batch.collected_at_us(), w.window_end_us() + 100'000);
+      EXPECT_LT(batch.collected_at_us(), w.window_end_us() + 500'000);
+    }
+    EXPECT_GT(batch.probe_windows_through_us(), previous_through_us);
+    previous_through_us = batch.probe_windows_through_us();
+  }
+  // Counted apart from the collections.
+  EXPECT_EQ(Metric("weft_agent_telemetry_batches_sent_total").value_or(0),
+            controller_.batches_.size() - window_batches(controller_).size());
+  // (The last write may be counted just after the controller has it.)
+  EXPECT_GE(Metric("weft_agent_probe_window_batches_sent_total").value_or(0),
+            window_batches(controller_).size() - 1.0);
 }
 
 TEST_F(AgentTest, RegistersStreamsTelemetryAtTheIntervalAndStopsPromptly) {
@@ -820,6 +914,49 @@ TEST_F(AgentTest, StalledControllerDropsOldestTelemetryNeverAcksAndNeverStallsCo
   // The session survived the stall: no reconnect, no send error.
   EXPECT_EQ(Metric("weft_agent_reconnects_total"), 0.0);
   EXPECT_EQ(Metric("weft_agent_telemetry_send_errors_total"), 0.0);
+}
+
+// A stream that is behind holds collections in the bounded queue; windows closing
+// meanwhile must not push batches of their own into it (each would drop a collection):
+// they wait for the next collection's batch.
+TEST_F(AgentTest, ProbeWindowsWaitForACollectionWhileTheStreamIsBehind) {
+  ASSERT_NO_FATAL_FAILURE(StartProbingAgent());
+  const uint16_t responder_port = responder_port_;
+  const uint16_t source_port = source_port_;
+  // A 100 ms window closes every other 50 ms interval, 10 ms (the timeout) after its
+  // end: between two collections.
+  controller_.Push(SelfPinglist(5, /*window_ms=*/100, /*timeout_ms=*/10, responder_port,
+                                source_port));
+  ASSERT_TRUE(StepUntil([](FakeController& c) {
+    for (const FakeController::Batch& b : c.batches_) {
+      if (b.batch.probe_windows_only()) return true;
+    }
+    return false;
+  }));
+  controller_.StallReads(true);
+  for (int step = 0; step < 2000 && Metric("weft_agent_telemetry_dropped_total").value_or(0) < 1;
+       ++step) {
+    Step(1);
+  }
+  ASSERT_GE(Metric("weft_agent_telemetry_dropped_total").value_or(0), 1.0);
+  // The queue is full: from here on, only collections may push anything out of it.
+  const double dropped_before = Metric("weft_agent_telemetry_dropped_total").value_or(0);
+  const double collections_before =
+      Metric("weft_agent_collection_duration_seconds_count").value_or(0);
+  Step(400);  // each step to the next deadline of either thread: probes, closes, collections
+  const double dropped = Metric("weft_agent_telemetry_dropped_total").value_or(0) - dropped_before;
+  const double collections =
+      Metric("weft_agent_collection_duration_seconds_count").value_or(0) - collections_before;
+  EXPECT_GT(collections, 20.0);
+  EXPECT_LE(dropped, collections);
+  controller_.StallReads(false);
+  // The windows went up with the collections once the stream caught up.
+  ASSERT_TRUE(StepUntil([](FakeController& c) {
+    for (auto it = c.batches_.rbegin(); it != c.batches_.rend(); ++it) {
+      if (!it->batch.probe_windows_only() && it->batch.probe_windows_size() > 0) return true;
+    }
+    return false;
+  }));
 }
 
 TEST_F(AgentTest, DeadFaultRegistersButNeverSendsTelemetry) {

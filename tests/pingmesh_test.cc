@@ -33,6 +33,13 @@ using weft::testing::Cluster;
 using weft::testing::CommandResult;
 
 constexpr int kIntervalMs = 200;
+// A dead NIC is named once the second window with its losses is judged: its end comes
+// 0.25 to 0.75 s after the fault (250 ms windows), then the probe timeout (a loss is
+// only known then), the trip and the controller's next pingmesh tick (50 ms). The agents
+// send each window as it closes and the controller judges it once every node has, so
+// nothing waits for a telemetry interval. The probe timeout is 200 ms here (loopback
+// answers in µs): with the default 1 s no fault could be named within 1 s.
+constexpr absl::Duration kNameWithin = absl::Seconds(1);
 constexpr char kNftTable[] = "weft_pingmesh_test";
 
 // Runs `nft` with `args`; its exit status.
@@ -48,6 +55,7 @@ std::string ControllerConfig(absl::string_view more) {
 pingmesh:
   tor_uplinks: 1
   max_probes_per_node_per_s: 300
+  timeout_ms: 200
 )",
                                                        more));
 }
@@ -121,6 +129,25 @@ probe:
     return status;
   }
 
+  // weft_controller_pingmesh_judged_windows_total by `when`.
+  struct JudgedWindows {
+    double reported = 0;
+    double deadline = 0;
+    JudgedWindows operator-(const JudgedWindows& other) const {
+      return {reported - other.reported, deadline - other.deadline};
+    }
+  };
+  JudgedWindows Judged() {
+    const std::string metrics = cluster_.Metrics();
+    auto value = [&](absl::string_view when) {
+      return weft::testing::SeriesValue(
+                 metrics, absl::StrCat("weft_controller_pingmesh_judged_windows_total{when=\"",
+                                       when, "\"}"))
+          .value_or(0);
+    };
+    return {value("reported"), value("deadline")};
+  }
+
   static std::string Verdicts(const weft::v1::PingmeshStatus& status) {
     std::vector<std::string> lines;
     for (const auto& v : status.verdicts()) {
@@ -145,6 +172,7 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   // b3's second NIC (127.0.2.6) goes dark: no datagram reaches it any more.
   ASSERT_EQ(DropUdpTo("127.0.2.6"), 0);
   const absl::Time killed = absl::Now();
+  const JudgedWindows judged_at_fault = Judged();
   ASSERT_TRUE(weft::testing::WaitFor(
       "a verdict naming b3/mlx5_1", absl::Seconds(20), [&](std::string* observed) {
         const weft::v1::PingmeshStatus s = Status();
@@ -173,6 +201,14 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   CommandResult events = cluster_.Weftctl({"events", "--node", "b3"});
   EXPECT_THAT(events.out, ::testing::HasSubstr("pingmesh blames"));
   std::cerr << "dead NIC named after " << absl::FormatDuration(detected) << "\n";
+  EXPECT_LE(detected, kNameWithin);
+  // Since the fault, every window was judged as soon as every agent had sent it, none
+  // at the lateness deadline (the dead NIC's node reports its lost probes too).
+  const JudgedWindows since_fault = Judged() - judged_at_fault;
+  std::cerr << "windows judged since the fault: " << since_fault.reported
+            << " as reported, " << since_fault.deadline << " at the deadline\n";
+  EXPECT_GT(since_fault.reported, 0);
+  EXPECT_EQ(since_fault.deadline, 0);
 
   // A pre-job check of a set with b3 in it fails b3 alone, naming its NIC.
   CommandResult failed = cluster_.Weftctl({"check", "--nodes", "a1,b3,b5", "--seconds", "3"},

@@ -110,7 +110,8 @@ uint32_t Pingmesh::ud_qpn(const std::string& device) const {
   return it == ud_.end() ? 0 : it->second->qp_num();
 }
 
-void Pingmesh::Start(const std::vector<weft::v1::Nic>& nics) {
+void Pingmesh::Start(const std::vector<weft::v1::Nic>& nics,
+                     std::function<void()> on_windows_closed) {
   if (prober_ != nullptr) return;
   max_probes_per_second_ =
       ProbeRateCap(config_.max_probes_per_second(), config_.max_nic_share(), nics);
@@ -118,6 +119,7 @@ void Pingmesh::Start(const std::vector<weft::v1::Nic>& nics) {
   options.node_name = node_name_;
   options.max_probes_per_second = max_probes_per_second_;
   options.max_cpu_share = config_.max_cpu_share();
+  options.on_windows_closed = std::move(on_windows_closed);
   std::map<std::string, ProbeTransport*> ud;
   for (const weft::v1::Nic& nic : verbs_ != nullptr ? nics : std::vector<weft::v1::Nic>{}) {
     const std::optional<std::pair<uint32_t, rdma::Gid>> gid = RoceV2Ipv4Gid(nic);

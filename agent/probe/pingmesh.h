@@ -2,7 +2,7 @@
 // composition root (agent/agent_daemon.h) from AgentConfig.probe and used by the
 // agent loop (agent/agent.h): it answers other nodes' probes on probe.udp_port
 // (UdpResponder), probes the pinglist the controller sends (Prober over UdpProber),
-// and hands out the closed windows for the next telemetry batch.
+// and hands out the windows as they close (the agent sends them up at once).
 //
 // Over RDMA UD (where the composition root passes a Verbs, i.e. on real NICs): Start
 // opens one UdProbeTransport per ACTIVE RoCE NIC with a RoCE v2 IPv4 GID; its QP
@@ -18,6 +18,7 @@
 #define WEFT_AGENT_PROBE_PINGMESH_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "agent/probe/prober.h"
 #include "agent/probe/ud_transport.h"
 #include "agent/probe/udp_transport.h"
@@ -60,12 +62,18 @@ class Pingmesh {
   ~Pingmesh();
 
   // Fixes the node cap from `nics` and starts probing (nothing until a pinglist).
-  void Start(const std::vector<weft::v1::Nic>& nics);
+  // `on_windows_closed` (may be empty) is ProberOptions.on_windows_closed: called on the
+  // prober's thread when TakeWindows has new windows; it must not block.
+  void Start(const std::vector<weft::v1::Nic>& nics,
+             std::function<void()> on_windows_closed = nullptr);
   void Stop();
 
   // Applies a pinglist from the controller (Prober::Apply), counting the outcome.
   absl::Status Apply(const weft::v1::Pinglist& pinglist);
-  std::vector<weft::v1::ProbeWindow> TakeWindows() { return prober_->TakeWindows(); }
+  // Prober::TakeWindows.
+  std::vector<weft::v1::ProbeWindow> TakeWindows(absl::Time* closed_through = nullptr) {
+    return prober_->TakeWindows(closed_through);
+  }
   uint64_t pinglist_version() const { return prober_->pinglist_version(); }
   // The responder's bound port; 0 when it is not answering.
   uint32_t udp_port() const { return responder_ != nullptr ? responder_->port() : 0; }

@@ -173,6 +173,7 @@ absl::Status Prober::Apply(const weft::v1::Pinglist& pinglist) {
     pending_.clear();
     for (weft::v1::ProbeWindow& w : windows_->TakeAll(pinglist_.version())) {
       closed_.push_back(std::move(w));
+      closed_unannounced_ = true;  // the sender, woken below, announces them
     }
     windows_.reset();
   }
@@ -193,10 +194,11 @@ absl::Status Prober::Apply(const weft::v1::Pinglist& pinglist) {
   return absl::OkStatus();
 }
 
-std::vector<weft::v1::ProbeWindow> Prober::TakeWindows() {
+std::vector<weft::v1::ProbeWindow> Prober::TakeWindows(absl::Time* closed_through) {
   absl::MutexLock lock(&mu_);
   std::vector<weft::v1::ProbeWindow> out;
   out.swap(closed_);
+  if (closed_through != nullptr) *closed_through = closed_through_;
   return out;
 }
 
@@ -254,12 +256,18 @@ void Prober::ExpireLocked(absl::Time now) {
   }
 }
 
-void Prober::CloseWindowsLocked(absl::Time now) {
-  if (windows_ == nullptr) return;
-  // A window is complete once every probe sent in it has had its timeout.
-  for (weft::v1::ProbeWindow& w : windows_->TakeClosed(now - timeout_, pinglist_.version())) {
+bool Prober::CloseWindowsLocked(absl::Time now) {
+  if (windows_ == nullptr) return false;
+  // A window is complete once every probe sent in it has had its timeout (ExpireLocked
+  // resolved them first).
+  const absl::Time resolved_before = now - timeout_;
+  bool closed = false;
+  for (weft::v1::ProbeWindow& w : windows_->TakeClosed(resolved_before, pinglist_.version())) {
     closed_.push_back(std::move(w));
+    closed = true;
   }
+  closed_through_ = std::max(closed_through_, resolved_before);
+  return closed;
 }
 
 void Prober::SendLoop() {
@@ -268,7 +276,15 @@ void Prober::SendLoop() {
   while (!stop_) {
     const absl::Time now = clock_->Now();
     ExpireLocked(now);
-    CloseWindowsLocked(now);
+    if (CloseWindowsLocked(now)) closed_unannounced_ = true;
+    if (closed_unannounced_ && options_.on_windows_closed) {
+      closed_unannounced_ = false;
+      // Out of the lock: the listener may take its own and call TakeWindows later.
+      mu_.Unlock();
+      options_.on_windows_closed();
+      mu_.Lock();
+      continue;  // the world may have changed meanwhile: look again
+    }
     // Send every probe that is due.
     while (scheduler_ != nullptr && !scheduler_->empty()) {
       auto [index, due] = scheduler_->Next();
@@ -315,11 +331,14 @@ void Prober::SendLoop() {
     if (scheduler_ != nullptr && !scheduler_->empty()) wake = scheduler_->Next().second;
     if (!pending_.empty()) wake = std::min(wake, pending_.begin()->second.deadline);
     if (windows_ != nullptr) {
+      // The next close: the end of the window that holds `now - timeout`, plus the
+      // timeout (not the end of the window that holds `now`: that would leave the
+      // previous one to whichever probe comes next).
       const absl::Duration window = absl::Milliseconds(pinglist_.window_ms());
+      const absl::Time resolved_before = now - timeout_;
       absl::Duration into_window;
-      absl::IDivDuration(now - absl::UnixEpoch(), window, &into_window);
-      const absl::Time window_end = now - into_window + window;
-      wake = std::min(wake, window_end + timeout_);
+      absl::IDivDuration(resolved_before - absl::UnixEpoch(), window, &into_window);
+      wake = std::min(wake, resolved_before - into_window + window + timeout_);
     }
     const uint64_t changes = changes_;
     auto woken = [this, changes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

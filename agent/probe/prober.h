@@ -3,7 +3,9 @@
 // at the peer's rate, with the DSCP of the class under test) through a ProbeTransport
 // (UDP sockets, or an RDMA UD QP where the peer asks for it), counts a probe lost when
 // no reply came within the list's timeout, and summarises each flow over windows
-// (agent/probe/probe_windows.h) that the agent sends up in its telemetry batches.
+// (agent/probe/probe_windows.h) that the agent sends up as soon as they close: the
+// prober calls ProberOptions.on_windows_closed, and TakeWindows hands them out with the
+// time through which every window is out (TelemetryBatch.probe_windows_through_us).
 //
 // Bounded: the probes of all flows together never exceed max_probes_per_second
 // (agent/probe/probe_scheduler.h: rates scaled down to it, a minimum gap between any
@@ -27,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,6 +62,10 @@ struct ProberOptions {
   double max_cpu_share = 0.02;
   // Flows one pinglist may hold (peers × source ports).
   size_t max_flows = 4096;
+  // Called on the sender thread, without the prober's lock, each time windows closed
+  // (TakeWindows has something new). It must not block: it should only wake whoever
+  // takes them. May be empty.
+  std::function<void()> on_windows_closed;
 };
 
 // Checks a pinglist as the prober would apply it: the options.proto rules, and UD
@@ -90,8 +97,11 @@ class Prober {
   // window length or timeout closes every open window now.
   absl::Status Apply(const weft::v1::Pinglist& pinglist);
 
-  // The windows closed since the last call.
-  std::vector<weft::v1::ProbeWindow> TakeWindows();
+  // The windows closed since the last call. `closed_through`, when given, is set to the
+  // time through which every window has been handed out (this call's or an earlier
+  // one's): each window ending at or before it, of any flow. InfinitePast before any
+  // window closed.
+  std::vector<weft::v1::ProbeWindow> TakeWindows(absl::Time* closed_through = nullptr);
 
   uint64_t pinglist_version() const;
   // Probes per second scheduled now, after the cap and the CPU budget.
@@ -115,7 +125,8 @@ class Prober {
   ProbeTransport* TransportFor(const ProbeFlow& flow) const;
   // Resolves the probes whose deadline passed: answered when ACK1 came, else lost.
   void ExpireLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CloseWindowsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the windows whose probes are all resolved to closed_; true when any moved.
+  bool CloseWindowsLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddCpu(double seconds);
 
   ProbeTransport* const udp_;
@@ -143,6 +154,10 @@ class Prober {
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);  // by seq: deadline order
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<weft::v1::ProbeWindow> closed_ ABSL_GUARDED_BY(mu_);
+  // Every window ending at or before this is in closed_ or was taken.
+  absl::Time closed_through_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Windows were added to closed_ since on_windows_closed was last called.
+  bool closed_unannounced_ ABSL_GUARDED_BY(mu_) = false;
   std::set<std::string> logged_errors_ ABSL_GUARDED_BY(mu_);
   CpuBudget cpu_budget_ ABSL_GUARDED_BY(mu_);
   double cpu_total_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,5 +1,6 @@
 #include "agent/probe/prober.h"
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -42,8 +43,10 @@ class ProberTest : public ::testing::Test {
  protected:
   ProberTest() : clock_(kStart), transport_(&clock_) {}
 
-  void Make(double max_probes_per_second = 1000) {
+  void Make(double max_probes_per_second = 1000,
+            std::function<void()> on_windows_closed = nullptr) {
     ProberOptions options;
+    options.on_windows_closed = std::move(on_windows_closed);
     options.node_name = "node-a";
     options.max_probes_per_second = max_probes_per_second;
     options.max_cpu_share = 1.0;  // the CPU budget has its own test
@@ -150,6 +153,58 @@ TEST_F(ProberTest, UnansweredProbesAreLostAtTheirTimeout) {
   // The window's 100, and the 5 sent in [10 s, 10.5 s) whose timeout ran out by 11 s.
   EXPECT_EQ(Metric("weft_agent_probes_lost_total"), 105.0);
   EXPECT_GE(transport_.forgotten(), 100u);  // the transport stops waiting for them
+}
+
+// Windows are announced the moment their probes are resolved (their end plus the
+// timeout), lost ones included: a dead peer's windows come as soon as the others, and
+// the prober says how far every window is out.
+TEST_F(ProberTest, AnnouncesWindowsAsTheyCloseAndHowFarTheyAreOut) {
+  struct Announced {
+    absl::Time at;
+    std::vector<weft::v1::ProbeWindow> windows;
+    absl::Time through;
+  };
+  absl::Mutex mu;
+  std::vector<Announced> announced;
+  // Takes the windows from inside the callback: it runs without the prober's lock.
+  Make(1000, [&] {
+    Announced a;
+    a.at = clock_.Now();
+    a.windows = prober_->TakeWindows(&a.through);
+    absl::MutexLock lock(&mu);
+    announced.push_back(std::move(a));
+  });
+  weft::v1::Pinglist list = List(1);  // 10 s windows, 500 ms timeout
+  AddPeer(&list, "node-b", "10.0.0.2", {50001}, 10);
+  AddPeer(&list, "node-dead", "10.0.0.9", {50009}, 10);
+  transport_.Drop("10.0.0.9");
+  answering_ports_ = {50001};
+  ASSERT_TRUE(prober_->Apply(list).ok());
+  absl::Time through = absl::UnixEpoch();
+  EXPECT_TRUE(prober_->TakeWindows(&through).empty());
+  EXPECT_EQ(through, absl::InfinitePast());  // nothing closed yet
+  prober_->Start();
+  RunUntil(kStart + absl::Seconds(10) + absl::Milliseconds(499));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(announced.empty()) << "announced before the window's probes were resolved";
+  }
+  EXPECT_TRUE(prober_->TakeWindows(&through).empty());
+  EXPECT_LT(through, kStart + absl::Seconds(10));
+  RunUntil(kStart + absl::Seconds(12));
+  prober_->Stop();
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(announced.size(), 1u);
+  EXPECT_EQ(announced[0].at, kStart + absl::Milliseconds(10500));
+  EXPECT_EQ(announced[0].through, kStart + absl::Seconds(10));
+  ASSERT_EQ(announced[0].windows.size(), 2u);
+  for (const weft::v1::ProbeWindow& w : announced[0].windows) {
+    EXPECT_EQ(w.window_end_us(), absl::ToUnixMicros(kStart + absl::Seconds(10)));
+    EXPECT_EQ(w.lost(), w.peer_node() == "node-dead" ? 100u : 0u) << w.ShortDebugString();
+  }
+  // Later, with nothing new: the mark moves on, every window up to it already out.
+  EXPECT_TRUE(prober_->TakeWindows(&through).empty());
+  EXPECT_GE(through, kStart + absl::Seconds(11));
 }
 
 TEST_F(ProberTest, NodeCapHoldsWhateverThePinglistAsks) {

@@ -189,6 +189,9 @@ class AgentServiceImpl::AgentStream final
           service_->metrics_->TelemetryRejected("no_hello");
           return NoHello();
         }
+        if (message.telemetry().probe_windows_only()) {
+          return HandleProbeWindows(message.telemetry());
+        }
         absl::Status accepted =
             service_->inventory_->AcceptTelemetry(node_, epoch_, message.telemetry());
         if (!accepted.ok()) {
@@ -198,9 +201,7 @@ class AgentServiceImpl::AgentStream final
         if (service_->listener_ != nullptr && message.telemetry().has_tunables()) {
           service_->listener_->OnTunablesStatus(node_, message.telemetry().tunables());
         }
-        if (service_->pingmesh_ != nullptr && message.telemetry().probe_windows_size() > 0) {
-          service_->pingmesh_->OnProbeWindows(node_, message.telemetry().probe_windows());
-        }
+        PassProbeWindows(message.telemetry());
         return grpc::Status::OK;
       }
       case AgentMessage::kDesiredStateAck: {
@@ -232,6 +233,28 @@ class AgentServiceImpl::AgentStream final
         return grpc::Status::OK;
     }
     return grpc::Status::OK;
+  }
+
+  // A batch of probe windows alone (TelemetryBatch.probe_windows_only), sent between
+  // collections: the session is checked as for telemetry, and the windows go to
+  // pingmesh only. It is not a collection: the inventory never sees it, so it keeps the
+  // node neither alive nor its rates or health current.
+  grpc::Status HandleProbeWindows(const weft::v1::TelemetryBatch& batch) {
+    absl::Status session = service_->inventory_->CheckSession(node_, epoch_);
+    if (!session.ok()) {
+      service_->metrics_->TelemetryRejected(SessionRejectReason(session));
+      service_->metrics_->StreamRejected(SessionRejectReason(session));
+      return ToGrpcStatus(session);
+    }
+    PassProbeWindows(batch);
+    return grpc::Status::OK;
+  }
+
+  void PassProbeWindows(const weft::v1::TelemetryBatch& batch) {
+    if (service_->pingmesh_ == nullptr) return;
+    if (batch.probe_windows_size() == 0 && batch.probe_windows_through_us() == 0) return;
+    service_->pingmesh_->OnProbeWindows(node_, batch.probe_windows(),
+                                        batch.probe_windows_through_us());
   }
 
   AgentServiceImpl* const service_;

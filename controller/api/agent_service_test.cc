@@ -10,7 +10,10 @@
 #include "absl/time/clock.h"
 #include "common/fake_clock.h"
 #include "controller/inventory/controller_metrics.h"
+#include "controller/inventory/event_log.h"
 #include "controller/inventory/inventory.h"
+#include "controller/pingmesh/pingmesh_manager.h"
+#include "controller/pingmesh/pingmesh_metrics.h"
 #include "common/testing/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -74,7 +77,13 @@ class AgentServiceTest : public ::testing::Test {
   AgentServiceTest()
       : metrics_(registry_),
         inventory_(&clock_, InventoryOptions{}, &metrics_),
-        service_(&inventory_, &metrics_, AgentServiceOptions{250, "test-version"}) {
+        pingmesh_metrics_(registry_),
+        pingmesh_(
+            &clock_, [] { return std::vector<weft::v1::NodeStatus>(); },
+            [](const std::string&, ControllerMessage) { return absl::OkStatus(); },
+            &events_, &pingmesh_metrics_, PingmeshManagerOptions{}),
+        service_(&inventory_, &metrics_, AgentServiceOptions{250, "test-version"},
+                 /*listener=*/nullptr, &pingmesh_) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
@@ -137,6 +146,9 @@ class AgentServiceTest : public ::testing::Test {
   prometheus::Registry registry_;
   ControllerMetrics metrics_;
   Inventory inventory_;
+  EventLog events_{100};
+  PingmeshMetrics pingmesh_metrics_;
+  PingmeshManager pingmesh_;
   AgentServiceImpl service_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
@@ -227,6 +239,42 @@ TEST_F(AgentServiceTest, StaleTelemetryEndsTheStream) {
   EXPECT_EQ(status.error_message(), "session 1 of node n1 was superseded by session 2");
   EXPECT_EQ(Metric("weft_controller_telemetry_rejected_total", {{"reason", "superseded"}}),
             1);
+}
+
+// A batch of probe windows alone (sent between collections) goes to pingmesh only: it
+// is no collection, so it neither counts as a batch nor keeps the node alive; a stale
+// session's is refused as its telemetry would be.
+TEST_F(AgentServiceTest, ProbeWindowsAloneGoToPingmeshNotToTheInventory) {
+  ASSERT_EQ(*Register("n1"), 1u);
+  Session session = OpenAttached("n1", 1);
+  const double batches = Metric("weft_controller_telemetry_batches_total");
+  AgentMessage probes;
+  probes.mutable_telemetry()->set_probe_windows_only(true);
+  // A window from the future: pingmesh counts it late at once, which shows it got there.
+  weft::v1::ProbeWindow* window = probes.mutable_telemetry()->add_probe_windows();
+  window->set_window_start_us(absl::ToUnixMicros(clock_.Now() + absl::Hours(1)));
+  window->set_window_end_us(window->window_start_us() + 250000);
+  window->set_sent(1);
+  for (int i = 0; i < 8; ++i) {
+    clock_.Advance(absl::Milliseconds(250));
+    ASSERT_TRUE(session.stream->Write(probes));
+  }
+  ASSERT_TRUE(Eventually(
+      [&] { return Metric("weft_controller_pingmesh_windows_total", {{"result", "late"}}) == 8; }));
+  EXPECT_EQ(Metric("weft_controller_telemetry_batches_total"), batches);
+  // 2 s of probe windows alone: the node is silent as far as liveness goes (down after
+  // 3 intervals of the inventory's default 1 s).
+  clock_.Advance(absl::Seconds(2));
+  inventory_.EvaluateLiveness();
+  EXPECT_FALSE(inventory_.GetNode("n1")->reporting());
+
+  // Fenced: the next batch of windows ends the stream, as stale telemetry does.
+  ASSERT_TRUE(inventory_.Register(MakeNode("n1"), 1).ok());
+  ASSERT_TRUE(session.stream->Write(probes));
+  grpc::Status status = EndOf(*session.stream);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_EQ(Metric("weft_controller_telemetry_rejected_total", {{"reason", "superseded"}}), 1);
+  EXPECT_EQ(Metric("weft_controller_pingmesh_windows_total", {{"result", "late"}}), 8);
 }
 
 TEST_F(AgentServiceTest, SecondStreamOfTheSameSessionIsRefused) {

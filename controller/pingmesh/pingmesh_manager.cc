@@ -1,6 +1,7 @@
 #include "controller/pingmesh/pingmesh_manager.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "absl/hash/hash.h"
@@ -47,8 +48,9 @@ PingmeshManagerOptions PingmeshManagerOptions::FromConfig(const weft::v1::Pingme
   if (config.window_ms() > 0) options.window = absl::Milliseconds(config.window_ms());
   if (config.timeout_ms() > 0) options.timeout = absl::Milliseconds(config.timeout_ms());
   // The agent hands a window out once its probes are resolved (its end plus the
-  // timeout) and sends it with its next telemetry batch; half an interval more for the
-  // trip.
+  // timeout) and sends it at once, or with its next telemetry batch when its stream is
+  // behind (or it predates sending them at once); half an interval more for the trip.
+  // Only a node that has not sent a window makes its judgement wait this long.
   options.lateness = options.timeout + telemetry_interval + telemetry_interval / 2;
   if (config.tor_uplinks() > 0) options.tor_uplinks = static_cast<int>(config.tor_uplinks());
   options.degrade_blamed_nodes = config.degrade_blamed_nodes();
@@ -135,8 +137,9 @@ void PingmeshManager::OnStreamAttached(const std::string& node) {
 
 void PingmeshManager::OnProbeWindows(
     const std::string& node,
-    const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows) {
-  if (windows.empty() || !options_.enabled) return;
+    const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows,
+    int64_t windows_through_us) {
+  if ((windows.empty() && windows_through_us == 0) || !options_.enabled) return;
   // A window from the future (an agent's clock ahead) would wait in the inbox until the
   // controller's clock reached it: counted late instead.
   const int64_t horizon_us = ToMicros(clock_->Now() + options_.lateness);
@@ -153,8 +156,32 @@ void PingmeshManager::OnProbeWindows(
       inbox_[w.window_start_us()].push_back(FromProto(node, w));
     }
     windows_late_ += late;
+    if (windows_through_us > 0) {
+      int64_t& through_us = reported_through_us_[node];
+      through_us = std::max(through_us, windows_through_us);
+    }
   }
   metrics_->WindowsReceived("late", late);
+}
+
+int64_t PingmeshManager::ReportedThroughLocked() const {
+  int64_t through_us = std::numeric_limits<int64_t>::max();
+  bool any = false;
+  auto expect = [&](const std::string& node) {
+    auto it = reported_through_us_.find(node);
+    through_us = std::min(through_us, it == reported_through_us_.end() ? 0 : it->second);
+    any = true;
+  };
+  // A node in a check probes the check's list, not its routine one.
+  for (const auto& [node, list] : lists_) {
+    if (list.peers_size() > 0 && !checking_.contains(node)) expect(node);
+  }
+  for (const std::unique_ptr<Check>& check : checks_) {
+    for (const pingmesh::Pinglist& list : check->plan.pinglists) {
+      if (!list.entries.empty()) expect(list.node);
+    }
+  }
+  return any ? through_us : 0;
 }
 
 PingmeshManager::Messages PingmeshManager::ReplanLocked(
@@ -235,14 +262,20 @@ void PingmeshManager::Tick() {
       to_send = ReplanLocked(now);
       next_replan_ = now + options_.replan_interval;
     }
-    // Every window that ended `lateness` ago is judged, in order; the first tick only
-    // sets where judging starts.
+    // Every window that every probing node has sent in full, or that ended `lateness`
+    // ago, is judged, in order; the first tick only sets where judging starts.
     const int64_t window_us = absl::ToInt64Microseconds(options_.window);
-    const int64_t cutoff_us = ToMicros(now - options_.lateness);
-    const int64_t through_us = cutoff_us - ((cutoff_us % window_us) + window_us) % window_us;
+    auto on_grid = [window_us](int64_t t_us) {
+      return t_us - ((t_us % window_us) + window_us) % window_us;
+    };
+    const int64_t deadline_through_us = on_grid(ToMicros(now - options_.lateness));
     std::vector<std::pair<int64_t, std::vector<pingmesh::ProbeWindow>>> due;
     {
       absl::MutexLock inbox(&inbox_mu_);
+      // Never past the controller's now (an agent's clock ahead).
+      const int64_t reported_through_us =
+          on_grid(std::min(ReportedThroughLocked(), ToMicros(now)));
+      const int64_t through_us = std::max(deadline_through_us, reported_through_us);
       int64_t from_us = judged_through_us_;
       // After a long pause, judge no more than the localiser's horizon.
       const int64_t horizon_us = window_us * options_.localiser.horizon_windows;
@@ -251,6 +284,7 @@ void PingmeshManager::Tick() {
         if (judged_through_us_ == 0) from_us = through_us;
       }
       for (int64_t start = from_us; start + window_us <= through_us; start += window_us) {
+        metrics_->WindowJudged(start + window_us <= reported_through_us ? "reported" : "deadline");
         auto it = inbox_.find(start);
         due.emplace_back(start, std::vector<pingmesh::ProbeWindow>());
         if (it != inbox_.end()) due.back().second = std::move(it->second);
@@ -266,7 +300,8 @@ void PingmeshManager::Tick() {
     for (auto& [start, windows] : due) {
       JudgeWindowLocked(start, std::move(windows), &finished, &to_send);
     }
-    findings = FindingChangesLocked();
+    // Verdicts change only when a window is judged (the ticker runs more often).
+    if (!due.empty()) findings = FindingChangesLocked();
   }
   Send(std::move(to_send));
   for (auto& [node, node_findings] : findings) findings_sink_(node, std::move(node_findings));

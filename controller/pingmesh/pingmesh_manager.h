@@ -5,13 +5,17 @@
 //     (pingmesh/pinglist.h) and sends each node whose list changed its new one down its
 //     agent stream (a node that left the plan gets an empty list: it stops probing);
 //   - judges: the agents' probe windows (TelemetryBatch.probe_windows) are bucketed by
-//     their window; once a window's end is `lateness` in the past (the agent's probe
-//     timeout plus a telemetry interval, so every report of it has come) it goes to the
-//     localiser (pingmesh/localiser.h) over the topology (pingmesh/two_tier_resolver.h),
-//     and each verdict raised or cleared becomes an event (RULE_FIRED / RULE_CLEARED with
-//     rule "pingmesh_<kind>") and a metric; with `degrade_blamed_nodes`, the findings
-//     the verdicts make against nodes (controller/pingmesh/verdict_findings.h) go to the
-//     findings sink (Inventory::SetExternalFindings) whenever a node's set changes;
+//     their window, which goes to the localiser (pingmesh/localiser.h) over the topology
+//     (pingmesh/two_tier_resolver.h), windows in order, as soon as every node expected
+//     to report it has: each node probing now (routine list with peers, or a running
+//     check's) says how far it has sent its windows (probe_windows_through_us; agents
+//     send windows as they close). A node silent (dead, cut off, an older agent) holds
+//     no window past `lateness` after its end (the probe timeout plus 1.5 telemetry
+//     intervals, when the last report of it is due). Each verdict raised or cleared
+//     becomes an event (RULE_FIRED / RULE_CLEARED with rule "pingmesh_<kind>") and a
+//     metric; with `degrade_blamed_nodes`, the findings the verdicts make against nodes
+//     (controller/pingmesh/verdict_findings.h) go to the findings sink
+//     (Inventory::SetExternalFindings) whenever a node's set changes;
 //   - summarises: probes are summed node to node over `matrix_period`, for
 //     `weftctl pingmesh matrix` and the rack-to-rack gauges.
 // An agent that (re)connects gets its current list at once (OnStreamAttached).
@@ -58,7 +62,8 @@ struct PingmeshManagerOptions {
   bool enabled = true;
   absl::Duration window = absl::Milliseconds(250);
   absl::Duration timeout = absl::Seconds(1);
-  // How long after a window's end its reports are waited for.
+  // How long after a window's end the reports of a node that has not sent it are
+  // waited for (a window every probing node has sent is judged at once).
   absl::Duration lateness = absl::Milliseconds(2500);
   absl::Duration replan_interval = absl::Seconds(5);
   int tor_uplinks = 8;
@@ -97,10 +102,12 @@ class PingmeshManager {
 
   // The node's agent opened a stream: it gets its current pinglist (if it has one).
   void OnStreamAttached(const std::string& node) ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
-  // A telemetry batch's probe windows from `node`'s agent (the source of every stream).
+  // A telemetry batch's probe windows from `node`'s agent (the source of every stream),
+  // and its probe_windows_through_us: every window of the node ending at or before it
+  // has now been sent (0: the agent does not say).
   void OnProbeWindows(const std::string& node,
-                      const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows)
-      ABSL_LOCKS_EXCLUDED(inbox_mu_);
+                      const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows,
+                      int64_t windows_through_us = 0) ABSL_LOCKS_EXCLUDED(inbox_mu_);
 
   // Plans when due and judges every window whose reports are in. The ticker calls it.
   void Tick() ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
@@ -153,6 +160,10 @@ class PingmeshManager {
   using Messages = std::vector<std::pair<std::string, weft::v1::ControllerMessage>>;
   using NodeFindings = std::vector<std::pair<std::string, std::vector<Finding>>>;
 
+  // How far (µs) every node expected to report windows has sent them all: the least
+  // probe_windows_through_us over the nodes probing now. 0 when one has not said, or
+  // none probes.
+  int64_t ReportedThroughLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_, inbox_mu_);
   // The messages to send for a new fleet (empty when nothing changed).
   Messages ReplanLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Judges one window; checks it ends are moved to `finished`, their nodes' routine
@@ -217,6 +228,8 @@ class PingmeshManager {
   // Every window ending at or before this was judged (0: none yet).
   int64_t judged_through_us_ ABSL_GUARDED_BY(inbox_mu_) = 0;
   uint64_t windows_late_ ABSL_GUARDED_BY(inbox_mu_) = 0;
+  // Each node's last probe_windows_through_us.
+  absl::flat_hash_map<std::string, int64_t> reported_through_us_ ABSL_GUARDED_BY(inbox_mu_);
 };
 
 }  // namespace weft::controller

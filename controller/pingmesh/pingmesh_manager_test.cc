@@ -76,9 +76,13 @@ class PingmeshManagerTest : public ::testing::Test {
   }
 
   // Every planned stream reports window [start, start + kWindow); streams to or from
-  // `dead` (a "node/nic") lose every probe.
-  void ReportWindow(absl::Time start, const std::string& dead = "") {
+  // `dead` (a "node/nic") lose every probe. With `say_through`, each node also says it
+  // has sent every window through this one's end (as agents do); `silent` nodes send
+  // nothing.
+  void ReportWindow(absl::Time start, const std::string& dead = "", bool say_through = false,
+                    const absl::flat_hash_set<std::string>& silent = {}) {
     for (const auto& [node, list] : lists_) {
+      if (silent.contains(node)) continue;
       google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow> windows;
       for (const weft::v1::ProbePeer& peer : list.peers()) {
         const bool lost = absl::StrCat(node, "/", peer.source_nic()) == dead ||
@@ -103,8 +107,36 @@ class PingmeshManagerTest : public ::testing::Test {
           }
         }
       }
-      manager_->OnProbeWindows(node, windows);
+      manager_->OnProbeWindows(node, windows,
+                               say_through ? absl::ToUnixMicros(start + kWindow) : 0);
     }
+  }
+
+  // Runs `windows` windows as agents that say how far they have sent them do: each is
+  // reported and the manager ticks just after its end, well before its lateness.
+  void RunReported(int windows, const std::string& dead = "",
+                   const absl::flat_hash_set<std::string>& silent = {}) {
+    for (int i = 0; i < windows; ++i) {
+      if (next_start_ == absl::InfinitePast()) {
+        next_start_ = absl::FromUnixMicros(absl::ToUnixMicros(clock_.Now()) /
+                                           absl::ToInt64Microseconds(kWindow) *
+                                           absl::ToInt64Microseconds(kWindow));
+      }
+      ReportWindow(next_start_, dead, /*say_through=*/true, silent);
+      clock_.Set(std::max(clock_.Now(), next_start_ + kWindow + absl::Milliseconds(1)));
+      manager_->Tick();
+      next_start_ += kWindow;
+    }
+  }
+
+  double Judged(const std::string& when) {
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != "weft_controller_pingmesh_judged_windows_total") continue;
+      for (const auto& metric : family.metric) {
+        if (metric.label.size() == 1 && metric.label[0].value == when) return metric.counter.value;
+      }
+    }
+    return 0;
   }
 
   // Runs `windows` windows, each reported and then judged once its lateness passed.
@@ -216,6 +248,78 @@ TEST_F(PingmeshManagerTest, ADeadNicIsBlamedClearedAndSentAsEvents) {
   EXPECT_EQ(events[1].kind(), weft::v1::EVENT_KIND_RULE_CLEARED);
   EXPECT_THAT(findings_["a3"], IsEmpty());
   EXPECT_EQ(findings_calls_, calls + 1);
+}
+
+// Agents send windows as they close and say how far they have: a window every probing
+// node has sent is judged at once, not `lateness` after its end, so a dead NIC (whose
+// node still reports its lost probes) is named as soon as its second window is in.
+TEST_F(PingmeshManagerTest, AWindowEveryProbingNodeHasSentIsJudgedAtOnce) {
+  manager_->Tick();
+  RunReported(8);
+  EXPECT_THAT(manager_->Status().verdicts(), IsEmpty());
+  EXPECT_GE(Judged("reported"), 8);
+  EXPECT_EQ(Judged("deadline"), 0);
+
+  const absl::Time first_dead_window = next_start_;
+  RunReported(2, "a3/mlx5_1");  // raise_after: two windows
+  weft::v1::PingmeshStatus status = manager_->Status();
+  ASSERT_THAT(status.verdicts(), SizeIs(1));
+  EXPECT_THAT(status.verdicts(0).component(), HasSubstr("a3/mlx5_1"));
+  // Named 1 ms after the second window's end: the lateness (500 ms) was not waited.
+  EXPECT_EQ(clock_.Now(), first_dead_window + 2 * kWindow + absl::Milliseconds(1));
+  EXPECT_EQ(Judged("deadline"), 0);
+}
+
+// A node that sends nothing (its agent dead, its stream cut) holds a window only until
+// its lateness; a node that never says how far it is (an older agent) likewise.
+TEST_F(PingmeshManagerTest, ASilentNodeHoldsAWindowOnlyUntilItsLateness) {
+  manager_->Tick();
+  RunReported(4);
+  const double reported = Judged("reported");
+
+  // Window [start, start + kWindow) is judged at its lateness, not before.
+  auto expect_held_until_lateness = [&](absl::Time start) {
+    const uint64_t accepted = manager_->Status().windows_accepted();
+    clock_.Set(start + kWindow + kLateness - absl::Milliseconds(1));
+    manager_->Tick();
+    EXPECT_EQ(manager_->Status().windows_accepted(), accepted) << "judged before its lateness";
+    clock_.Set(start + kWindow + kLateness);
+    manager_->Tick();
+    EXPECT_GT(manager_->Status().windows_accepted(), accepted);
+  };
+  // b8 silent for one window; the next it sends, but without saying how far it is.
+  const absl::Time silent_window = next_start_;
+  const absl::Time unsaid_window = silent_window + kWindow;
+  ReportWindow(silent_window, "", /*say_through=*/true, /*silent=*/{"b8"});
+  ReportWindow(unsaid_window, "", /*say_through=*/false);
+  for (const auto& [node, list] : lists_) {
+    if (node == "b8") continue;
+    manager_->OnProbeWindows(node, {}, absl::ToUnixMicros(unsaid_window + kWindow));
+  }
+  const uint64_t accepted = manager_->Status().windows_accepted();
+  clock_.Set(unsaid_window + kWindow + absl::Milliseconds(1));
+  manager_->Tick();
+  EXPECT_EQ(manager_->Status().windows_accepted(), accepted) << "judged without b8's report";
+  expect_held_until_lateness(silent_window);
+  expect_held_until_lateness(unsaid_window);
+  EXPECT_EQ(Judged("deadline"), 2);
+  EXPECT_EQ(Judged("reported"), reported);
+}
+
+// A node's word is never taken for a window that has not ended on the controller's
+// clock (an agent's clock ahead).
+TEST_F(PingmeshManagerTest, NoWindowIsJudgedBeforeItEndsOnTheControllersClock) {
+  manager_->Tick();
+  RunReported(2);
+  const double reported = Judged("reported");
+  for (const auto& [node, list] : lists_) {
+    manager_->OnProbeWindows(node, {}, absl::ToUnixMicros(clock_.Now() + absl::Seconds(10)));
+  }
+  manager_->Tick();
+  EXPECT_EQ(Judged("reported"), reported);
+  clock_.Advance(kWindow);
+  manager_->Tick();
+  EXPECT_EQ(Judged("reported"), reported + 1);
 }
 
 TEST_F(PingmeshManagerTest, LateAndUnknownWindowsAreCountedNotJudged) {
@@ -330,6 +434,31 @@ TEST_F(PingmeshManagerTest, APreJobCheckFailsTheNodeWithADeadNicAndPassesTheRest
   Run(20);
   ASSERT_TRUE(answer.has_value() && answer->ok());
   EXPECT_TRUE((*answer)->passed()) << (*answer)->DebugString();
+}
+
+// A check is judged as its nodes report, too: its answer comes as soon as its last
+// window is in from every node probing, not its lateness later.
+TEST_F(PingmeshManagerTest, ACheckAnswersAsSoonAsItsLastWindowIsIn) {
+  manager_->Tick();
+  RunReported(4);
+  std::optional<absl::StatusOr<weft::v1::CheckResponse>> answer;
+  weft::v1::CheckRequest request;
+  for (const char* node : {"a1", "a3", "b2"}) request.add_nodes(node);
+  request.set_seconds(1);
+  const int64_t window_us = absl::ToInt64Microseconds(kWindow);
+  const absl::Time check_end =
+      absl::FromUnixMicros((absl::ToUnixMicros(clock_.Now()) / window_us + 1) * window_us) +
+      absl::Seconds(1);
+  ASSERT_TRUE(manager_->StartCheck(request, [&](absl::StatusOr<weft::v1::CheckResponse> r) {
+                        answer = std::move(r);
+                      }).ok());
+  for (int i = 0; i < 20 && !answer.has_value(); ++i) RunReported(1, "a3/mlx5_1");
+  ASSERT_TRUE(answer.has_value() && answer->ok());
+  EXPECT_EQ(clock_.Now(), check_end + absl::Milliseconds(1));
+  EXPECT_FALSE((*answer)->passed());
+  EXPECT_THAT((*answer)->nodes(1).reason(), HasSubstr("a3/mlx5_1"));
+  EXPECT_TRUE((*answer)->nodes(0).passed()) << (*answer)->nodes(0).reason();
+  EXPECT_EQ(Judged("deadline"), 0);
 }
 
 TEST_F(PingmeshManagerTest, CancelledChecksAnswerWithTheReason) {

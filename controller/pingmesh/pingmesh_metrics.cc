@@ -28,6 +28,12 @@ PingmeshMetrics::PingmeshMetrics(prometheus::Registry& registry)
                    .Help("Probe windows received from the agents: accepted, late (after "
                          "their window was judged), unknown (no stream of the plan).")
                    .Register(registry)),
+      judged_(prometheus::BuildCounter()
+                  .Name("weft_controller_pingmesh_judged_windows_total")
+                  .Help("Windows judged: reported (every probing node had sent it) or "
+                        "deadline (the lateness ran out first: a node silent or late, or "
+                        "no node probing).")
+                  .Register(registry)),
       streams_(prometheus::BuildGauge()
                    .Name("weft_controller_pingmesh_streams")
                    .Help("Probe streams in the controller's plan.")
@@ -83,6 +89,10 @@ void PingmeshMetrics::VerdictCleared(const weft::v1::PingmeshVerdict& verdict) {
 void PingmeshMetrics::WindowsReceived(absl::string_view result, uint64_t count) {
   if (count == 0) return;
   windows_.Add({{"result", std::string(result)}}).Increment(static_cast<double>(count));
+}
+
+void PingmeshMetrics::WindowJudged(absl::string_view when) {
+  judged_.Add({{"when", std::string(when)}}).Increment();
 }
 
 void PingmeshMetrics::Planned(uint64_t streams, uint64_t probed_nodes) {

@@ -8,6 +8,9 @@
 //                                                        force, its confidence (0..1)
 //   weft_controller_pingmesh_windows_total{result}       counter, probe windows received:
 //       accepted, late (after their window was judged), unknown (no stream of the plan)
+//   weft_controller_pingmesh_judged_windows_total{when}  counter, windows judged: when
+//       "reported" (every probing node had sent it), "deadline" (lateness ran out first:
+//       a node silent, late or not saying how far it is, or no node probing)
 //   weft_controller_pingmesh_streams                     gauge, probe streams planned
 //   weft_controller_pingmesh_probed_nodes                gauge
 //   weft_controller_pingmesh_pinglists_sent_total        counter
@@ -44,6 +47,8 @@ class PingmeshMetrics {
   void VerdictCleared(const weft::v1::PingmeshVerdict& verdict) ABSL_LOCKS_EXCLUDED(mu_);
   // "accepted", "late" or "unknown".
   void WindowsReceived(absl::string_view result, uint64_t count);
+  // "reported" or "deadline".
+  void WindowJudged(absl::string_view when);
   void Planned(uint64_t streams, uint64_t probed_nodes);
   void PinglistSent();
   // Replaces every rack-to-rack series with the cells of `matrix`.
@@ -53,6 +58,7 @@ class PingmeshMetrics {
   prometheus::Family<prometheus::Gauge>& verdicts_;
   prometheus::Family<prometheus::Gauge>& verdict_;
   prometheus::Family<prometheus::Counter>& windows_;
+  prometheus::Family<prometheus::Counter>& judged_;
   prometheus::Gauge& streams_;
   prometheus::Gauge& probed_nodes_;
   prometheus::Counter& pinglists_sent_;

@@ -80,6 +80,13 @@ PingmeshManagerOptions PingmeshOptions(const weft::v1::ControllerConfig& config)
                                             absl::Milliseconds(config.telemetry_interval_ms()));
 }
 
+// How often pingmesh looks for windows to judge: a fifth of a window, so a window every
+// agent has sent waits little for its judgement, and never less often than the ticker.
+absl::Duration PingmeshTickPeriod(const weft::v1::ControllerConfig& config) {
+  return std::min(absl::Milliseconds(config.telemetry_interval_ms()) / 4,
+                  PingmeshOptions(config).window / 5);
+}
+
 RendezvousServiceOptions RendezvousOptions(const weft::v1::ControllerConfig& config) {
   RendezvousServiceOptions options;
   options.verify_node_identity = security::TlsEnabled(config.tls());
@@ -169,7 +176,8 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
       tune_service_(&tuner_),
       pingmesh_service_(&pingmesh_),
       rendezvous_service_(clock_, *registry_, RendezvousOptions(config_)),
-      ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }) {}
+      ticker_(clock_, absl::Milliseconds(config_.telemetry_interval_ms()) / 4, [this] { Tick(); }),
+      pingmesh_ticker_(clock_, PingmeshTickPeriod(config_), [this] { pingmesh_.Tick(); }) {}
 
 ControllerServer::~ControllerServer() { Stop(); }
 
@@ -244,6 +252,7 @@ absl::Status ControllerServer::Start() {
   rendezvous_service_.Start();
 
   ticker_.Start();
+  pingmesh_ticker_.Start();
   started_ = true;
   WEFT_LOG(INFO) << "weft-controller " << kControllerVersion << " serving grpc=" << listen_address_
                  << " metrics=" << metrics_address()
@@ -273,7 +282,6 @@ void ControllerServer::Tick() {
   placement_.RefreshGauges();
   rollouts_.Tick();
   tuner_.Tick();
-  pingmesh_.Tick();
 }
 
 void ControllerServer::Stop() {
@@ -290,6 +298,7 @@ void ControllerServer::Stop() {
   grpc_server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
   grpc_server_->Wait();
   ticker_.Stop();
+  pingmesh_ticker_.Stop();
   metrics_server_.reset();
   WEFT_LOG(INFO) << "controller stopped";
 }

@@ -189,6 +189,10 @@ class ControllerServer {
   int grpc_port_ = 0;
   // Liveness sweep, gauges and rollout steps, on the clock (a FakeClock steps it).
   PeriodicTask ticker_;
+  // Pingmesh's plans and judgements, on the clock: every fifth of a probe window (or
+  // the ticker's period, if shorter), since a window is judged as soon as every agent
+  // has sent it.
+  PeriodicTask pingmesh_ticker_;
 };
 
 }  // namespace weft::controller

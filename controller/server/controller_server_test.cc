@@ -185,13 +185,14 @@ class ControllerServerTest : public ::testing::Test {
     return MetricValue(*registry_, name, labels).value_or(-1);
   }
 
-  // Moves the FakeClock and returns once the ticker and the rendezvous sweeper (the
-  // threads that wait on it) have run every tick that came due and wait again.
+  // Moves the FakeClock and returns once the tickers (the controller's and pingmesh's)
+  // and the rendezvous sweeper (the threads that wait on it) have run every tick that
+  // came due and wait again.
   void Advance(absl::Duration d) {
     clock_.Advance(d);
-    ASSERT_TRUE(clock_.AwaitWaiters(kClockThreads)) << "ticker and sweeper did not wait again";
+    ASSERT_TRUE(clock_.AwaitWaiters(kClockThreads)) << "tickers and sweeper did not wait again";
   }
-  static constexpr size_t kClockThreads = 2;
+  static constexpr size_t kClockThreads = 3;
 
   FakeClock clock_;
   std::shared_ptr<prometheus::Registry> registry_;
