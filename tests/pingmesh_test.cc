@@ -8,6 +8,8 @@
 // removed: the verdict clears. `weftctl check` on a set with that node fails it alone
 // while the NIC is dark and passes once it is back. With the health rule on (the
 // default) and auto-drain, the blamed node becomes DEGRADED, is drained and comes back.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -40,7 +42,12 @@ constexpr int kIntervalMs = 200;
 // nothing waits for a telemetry interval. The probe timeout is 200 ms here (loopback
 // answers in µs): with the default 1 s no fault could be named within 1 s.
 constexpr absl::Duration kNameWithin = absl::Seconds(1);
-constexpr char kNftTable[] = "weft_pingmesh_test";
+// The test's own nftables table; the pid keeps a concurrent run elsewhere from deleting it.
+const std::string& NftTable() {
+  static const std::string* const table =
+      new std::string(absl::StrCat("weft_pingmesh_test_", getpid()));
+  return *table;
+}
 
 // Runs `nft` with `args`; its exit status.
 int Nft(const std::vector<std::string>& args) {
@@ -72,11 +79,11 @@ class PingmeshTest : public ::testing::Test {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "skipped: nftables needs root to drop a NIC's probes";
     if (Nft({"list", "tables"}) != 0) GTEST_SKIP() << "skipped: /usr/sbin/nft is not usable here";
-    Nft({"delete", "table", "inet", kNftTable});
-    ASSERT_EQ(Nft({"add", "table", "inet", kNftTable}), 0);
+    Nft({"delete", "table", "inet", NftTable()});
+    ASSERT_EQ(Nft({"add", "table", "inet", NftTable()}), 0);
     // At input, so the sender's sendto succeeds and the datagram is lost on the way,
     // as on a fabric (an output drop fails sendto with EPERM instead).
-    ASSERT_EQ(Nft({"add", "chain", "inet", kNftTable, "in",
+    ASSERT_EQ(Nft({"add", "chain", "inet", NftTable(), "in",
                    "{ type filter hook input priority 0 ; }"}),
               0);
     ASSERT_TRUE(cluster_.StartController());
@@ -102,7 +109,7 @@ probe:
     ASSERT_TRUE(cluster_.WaitForHealthy(names_, absl::Seconds(30)));
   }
 
-  void TearDown() override { Nft({"delete", "table", "inet", kNftTable}); }
+  void TearDown() override { Nft({"delete", "table", "inet", NftTable()}); }
 
   // Every agent probes and windows are being judged.
   ::testing::AssertionResult WaitForProbing() {
@@ -116,7 +123,7 @@ probe:
 
   // Every UDP datagram to `address` is dropped at input; nft's exit status.
   static int DropUdpTo(const std::string& address) {
-    return Nft({"add", "rule", "inet", kNftTable, "in", "ip", "daddr", address, "meta",
+    return Nft({"add", "rule", "inet", NftTable(), "in", "ip", "daddr", address, "meta",
                 "l4proto", "udp", "drop"});
   }
 
@@ -234,7 +241,7 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   std::cerr << "placement with precheck:\n" << placed.out << "\n";
 
   // Back: the verdict clears.
-  ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "in"}), 0);
+  ASSERT_EQ(Nft({"flush", "chain", "inet", NftTable(), "in"}), 0);
   ASSERT_TRUE(weft::testing::WaitFor("the verdict cleared", absl::Seconds(40),
                                      [&](std::string* observed) {
                                        const weft::v1::PingmeshStatus s = Status();
@@ -289,7 +296,7 @@ TEST_F(PingmeshHealthTest, ABlamedNodeIsDegradedDrainedAndUndrainedWhenItsNicIsB
   std::cerr << "dead NIC's node auto-drained after " << absl::FormatDuration(drained_after)
             << ": " << b3.drain_reason() << "\n";
 
-  ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "in"}), 0);
+  ASSERT_EQ(Nft({"flush", "chain", "inet", NftTable(), "in"}), 0);
   ASSERT_TRUE(cluster_.WaitForState("b3", weft::v1::NODE_STATE_HEALTHY, absl::Seconds(60)));
   const weft::v1::NodeStatus back = cluster_.NodesByName()["b3"];
   EXPECT_EQ(back.findings_size(), 0);
