@@ -201,6 +201,9 @@ class AgentServiceImpl::AgentStream final
         if (service_->pingmesh_ != nullptr && message.telemetry().probe_windows_size() > 0) {
           service_->pingmesh_->OnProbeWindows(node_, message.telemetry().probe_windows());
         }
+        if (service_->pingmesh_ != nullptr && message.telemetry().probe_traces_size() > 0) {
+          service_->pingmesh_->OnProbeTraces(node_, message.telemetry().probe_traces());
+        }
         return grpc::Status::OK;
       }
       case AgentMessage::kDesiredStateAck: {

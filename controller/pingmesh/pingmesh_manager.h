@@ -10,13 +10,17 @@
 //     localiser (pingmesh/localiser.h) over the topology (pingmesh/two_tier_resolver.h),
 //     and each verdict raised or cleared becomes an event (RULE_FIRED / RULE_CLEARED with
 //     rule "pingmesh_<kind>") and a metric;
+//   - pins paths: the agents' traceroutes of their flows (TelemetryBatch.probe_traces) go
+//     to the resolver (pingmesh/traced_resolver.h, with PingmeshConfig.switches), and a
+//     stream whose traced path changed is resolved again by the localiser, so a lossy
+//     leaf-spine link is named by its spine rather than its ToR's uplink bundle;
 //   - summarises: probes are summed node to node over `matrix_period`, for
 //     `weftctl pingmesh matrix` and the rack-to-rack gauges.
 // An agent that (re)connects gets its current list at once (OnStreamAttached).
 //
 // Thread-safe. OnStreamAttached and OnProbeWindows run on the agent stream reactors and
 // only take a short lock; the localiser runs on the ticker under its own lock. Lock
-// order: mu_, then inbox_mu_; the sender (the agent service) is called with neither held.
+// order: mu_, then inbox_mu_ or traces_mu_; the sender (the agent service) is called with neither held.
 #ifndef WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
 #define WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
 
@@ -41,7 +45,7 @@
 #include "google/protobuf/repeated_ptr_field.h"
 #include "pingmesh/localiser.h"
 #include "pingmesh/pinglist.h"
-#include "pingmesh/two_tier_resolver.h"
+#include "pingmesh/traced_resolver.h"
 #include "proto/weft/v1/admin.pb.h"
 #include "proto/weft/v1/agent.pb.h"
 #include "proto/weft/v1/config.pb.h"
@@ -61,6 +65,8 @@ struct PingmeshManagerOptions {
   absl::Duration matrix_period = absl::Seconds(10);
   pingmesh::PinglistOptions pinglist;
   pingmesh::LocaliserOptions localiser;
+  // Switches' traceroute addresses (PingmeshConfig.switches).
+  std::vector<pingmesh::SwitchAddresses> switches;
 
   // From the config; `telemetry_interval` is how often agents report (part of lateness).
   static PingmeshManagerOptions FromConfig(const weft::v1::PingmeshConfig& config,
@@ -91,6 +97,13 @@ class PingmeshManager {
   void OnProbeWindows(const std::string& node,
                       const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows)
       ABSL_LOCKS_EXCLUDED(inbox_mu_);
+
+  // A telemetry batch's traceroutes from `node`'s agent; queued (at most
+  // kMaxQueuedTraces, the rest counted dropped) for the next Tick, which checks each
+  // (a refused one is counted and logged) and re-resolves the streams whose path changed.
+  void OnProbeTraces(const std::string& node,
+                     const google::protobuf::RepeatedPtrField<weft::v1::ProbePathTrace>& traces)
+      ABSL_LOCKS_EXCLUDED(traces_mu_);
 
   // Plans when due and judges every window whose reports are in. The ticker calls it.
   void Tick() ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
@@ -142,6 +155,10 @@ class PingmeshManager {
   };
   using Messages = std::vector<std::pair<std::string, weft::v1::ControllerMessage>>;
 
+  static constexpr size_t kMaxQueuedTraces = 65536;
+
+  // Hands the queued traces to the resolver (OnProbeTraces).
+  void ApplyTracesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(traces_mu_);
   // The messages to send for a new fleet (empty when nothing changed).
   Messages ReplanLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Judges one window; checks it ends are moved to `finished`, their nodes' routine
@@ -180,7 +197,7 @@ class PingmeshManager {
   std::map<std::string, weft::v1::Pinglist> lists_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> node_rack_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<pingmesh::ProbeKey> planned_ ABSL_GUARDED_BY(mu_);
-  pingmesh::TwoTierResolver resolver_ ABSL_GUARDED_BY(mu_);
+  pingmesh::TracedResolver resolver_ ABSL_GUARDED_BY(mu_);
   pingmesh::Localiser localiser_ ABSL_GUARDED_BY(mu_);
   absl::Time next_replan_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int64_t last_window_end_us_ ABSL_GUARDED_BY(mu_) = 0;
@@ -201,6 +218,10 @@ class PingmeshManager {
   // Every window ending at or before this was judged (0: none yet).
   int64_t judged_through_us_ ABSL_GUARDED_BY(inbox_mu_) = 0;
   uint64_t windows_late_ ABSL_GUARDED_BY(inbox_mu_) = 0;
+
+  // Traces not applied yet (taken by the ticker under mu_, then this).
+  mutable absl::Mutex traces_mu_;
+  std::vector<pingmesh::PathTrace> traces_inbox_ ABSL_GUARDED_BY(traces_mu_);
 };
 
 }  // namespace weft::controller
