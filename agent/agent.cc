@@ -442,6 +442,9 @@ weft::v1::TelemetryBatch Agent::Collect() {
     for (weft::v1::ProbeWindow& window : pingmesh_->TakeWindows()) {
       *batch.add_probe_windows() = std::move(window);
     }
+    for (weft::v1::ProbePathTrace& trace : pingmesh_->TakeTraces()) {
+      *batch.add_probe_traces() = std::move(trace);
+    }
   }
   if (!readings.ok()) {
     // Still one sample per NIC, each saying why it is empty.
