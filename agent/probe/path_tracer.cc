@@ -45,8 +45,29 @@ void PathTracer::SetFlows(const std::vector<ProbeFlow>& flows) {
     next_due[flow] = absl::InfinitePast();  // traced again: the path may have moved too
   }
   next_due_ = std::move(next_due);
+  for (auto it = last_started_.begin(); it != last_started_.end();) {
+    it = next_due_.count(it->first) == 0 ? last_started_.erase(it) : std::next(it);
+  }
   for (auto it = running_.begin(); it != running_.end();) {
     it = next_due_.count(it->second.flow) == 0 ? running_.erase(it) : std::next(it);
+  }
+}
+
+void PathTracer::TraceSoon(const weft::v1::ProbeWindow& window) {
+  absl::MutexLock lock(&mu_);
+  for (const ProbeFlow& flow : flows_) {
+    if (flow.peer_node != window.peer_node() || flow.peer_nic != window.peer_nic() ||
+        flow.peer_address != window.peer_address() ||
+        flow.source_address != window.source_address() ||
+        flow.source_port != window.source_port() || flow.dscp != window.dscp()) {
+      continue;
+    }
+    auto last = last_started_.find(flow);
+    const absl::Time earliest =
+        last == last_started_.end() ? absl::InfinitePast() : last->second + options_.min_retrace;
+    absl::Time& due = next_due_[flow];
+    due = std::min(due, earliest);
+    return;
   }
 }
 
@@ -107,6 +128,7 @@ void PathTracer::Tick(absl::Time now) {
     next_due_[*due] =
         options_.interval > absl::ZeroDuration() ? now + options_.interval : absl::InfiniteFuture();
     next_start_ = std::max(next_start_, now) + gap;
+    last_started_[*due] = now;
     const uint64_t token = next_token_++ & kMaxTraceToken;
     Running trace{*due, now + options_.timeout,
                   std::vector<std::string>(static_cast<size_t>(options_.max_hops)), 0};

@@ -1,6 +1,8 @@
 // PathTracer: the agent's traceroute of its probe flows (issue 22), so the controller
 // knows which ECMP path, hence which spine, each source port takes. Each UDP flow of the
-// pinglist is traced when the list arrives and again every `interval`: one packet per TTL
+// pinglist is traced when the list arrives, again every `interval`, and soon after a
+// window in which it lost probes (TraceSoon; not twice within `min_retrace`, since its
+// path may have moved): one packet per TTL
 // 1..max_hops, all at once, through a TraceTransport (UdpProber: the flow's own socket,
 // hence its 5-tuple and DSCP); the routers' ICMP time-exceeded name the hops, the flow's
 // responder answering marks the trace reached. A trace ends once it reached its peer and
@@ -41,6 +43,9 @@ struct PathTracerOptions {
   double traces_per_second = 2;
   // Between two traces of one flow; zero: each flow once per pinglist.
   absl::Duration interval = absl::Minutes(5);
+  // A flow that lost probes is traced again at the earliest this long after its last
+  // trace.
+  absl::Duration min_retrace = absl::Seconds(10);
   // How long a trace waits for its answers.
   absl::Duration timeout = absl::Seconds(1);
   // Traces waiting to be handed out before the oldest are dropped.
@@ -62,6 +67,10 @@ class PathTracer {
   // The flows of a new pinglist: each UDP flow is traced again, the new ones first in
   // line; traces of flows no longer listed are abandoned.
   void SetFlows(const std::vector<ProbeFlow>& flows);
+
+  // The flow of `window` lost probes: it is traced next, once `min_retrace` has passed
+  // since its last trace. Windows of flows not traced (RDMA UD, gone) are ignored.
+  void TraceSoon(const weft::v1::ProbeWindow& window);
 
   // Reads the replies, ends the traces that are complete or timed out, and starts those
   // due at `now` within the rate.
@@ -89,7 +98,8 @@ class PathTracer {
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<ProbeFlow> flows_ ABSL_GUARDED_BY(mu_);
-  std::map<ProbeFlow, absl::Time> next_due_ ABSL_GUARDED_BY(mu_);  // by flow
+  std::map<ProbeFlow, absl::Time> next_due_ ABSL_GUARDED_BY(mu_);      // by flow
+  std::map<ProbeFlow, absl::Time> last_started_ ABSL_GUARDED_BY(mu_);  // by flow
   absl::Time next_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Running> running_ ABSL_GUARDED_BY(mu_);  // by token

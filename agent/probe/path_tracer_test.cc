@@ -145,6 +145,37 @@ TEST_F(PathTracerTest, ANewPinglistTracesAgainAndDropsTracesOfFlowsGone) {
   EXPECT_EQ(sent[0].flow.source_port, 49153);
 }
 
+TEST_F(PathTracerTest, AFlowThatLosesIsTracedAgainSoonButNotTwiceWithinMinRetrace) {
+  options_.interval = absl::Minutes(5);
+  options_.min_retrace = absl::Seconds(10);
+  PathTracer tracer(&transport_, &clock_, options_);
+  tracer.SetFlows({Flow(49152), Flow(49153)});
+  absl::Time now = clock_.Now();
+  tracer.Tick(now);
+  tracer.Tick(now + absl::Milliseconds(500));
+  ASSERT_THAT(transport_.TakeSent(), SizeIs(12));  // both traced once
+  weft::v1::ProbeWindow lossy;
+  lossy.set_peer_node("gpu-b01");
+  lossy.set_peer_nic("mlx5_0");
+  lossy.set_peer_address("10.1.1.2");
+  lossy.set_source_address("10.0.1.2");
+  lossy.set_source_port(49153);
+  lossy.set_dscp(26);
+  lossy.set_lost(3);
+  tracer.TraceSoon(lossy);
+  tracer.Tick(now + absl::Seconds(5));
+  EXPECT_THAT(transport_.TakeSent(), IsEmpty());  // traced 4.5 s ago
+  tracer.Tick(now + absl::Milliseconds(10500));
+  std::vector<FakeTraceTransport::Sent> sent = transport_.TakeSent();
+  ASSERT_THAT(sent, SizeIs(6));
+  EXPECT_EQ(sent[0].flow.source_port, 49153);
+  // A window of a flow it does not trace changes nothing.
+  lossy.set_source_port(50000);
+  tracer.TraceSoon(lossy);
+  tracer.Tick(now + absl::Seconds(30));
+  EXPECT_THAT(transport_.TakeSent(), IsEmpty());
+}
+
 TEST_F(PathTracerTest, StartTicksOnTheClock) {
   PathTracer tracer(&transport_, &clock_, options_);
   tracer.SetFlows({Flow(49152)});

@@ -150,6 +150,16 @@ void Pingmesh::Stop() {
   if (prober_ != nullptr) prober_->Stop();
 }
 
+std::vector<weft::v1::ProbeWindow> Pingmesh::TakeWindows() {
+  std::vector<weft::v1::ProbeWindow> windows = prober_->TakeWindows();
+  if (tracer_ != nullptr) {
+    for (const weft::v1::ProbeWindow& window : windows) {
+      if (window.lost() > 0) tracer_->TraceSoon(window);
+    }
+  }
+  return windows;
+}
+
 std::vector<weft::v1::ProbePathTrace> Pingmesh::TakeTraces() {
   if (tracer_ == nullptr) return {};
   return tracer_->TakeTraces();

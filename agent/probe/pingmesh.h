@@ -67,7 +67,9 @@ class Pingmesh {
 
   // Applies a pinglist from the controller (Prober::Apply), counting the outcome.
   absl::Status Apply(const weft::v1::Pinglist& pinglist);
-  std::vector<weft::v1::ProbeWindow> TakeWindows() { return prober_->TakeWindows(); }
+  // The closed windows (Prober::TakeWindows); a flow that lost probes in one is traced
+  // again soon.
+  std::vector<weft::v1::ProbeWindow> TakeWindows();
   // The traceroutes of the flows ended since the last call (agent/probe/path_tracer.h).
   std::vector<weft::v1::ProbePathTrace> TakeTraces();
   uint64_t pinglist_version() const { return prober_->pinglist_version(); }
