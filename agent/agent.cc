@@ -295,6 +295,13 @@ void Agent::ReadDownlink(ControllerStream* stream, OutboundQueue* outbound,
                          absl::Status* final_status) {
   weft::v1::ControllerMessage message;
   while (stream->Read(&message)) {
+    if (!controller_epoch_.Admit(message.controller_epoch())) {
+      metrics_.ControllerMessageFenced();
+      WEFT_LOG(WARNING) << "ignored a message from a deposed controller epoch="
+                        << message.controller_epoch()
+                        << " highest_seen=" << controller_epoch_.highest();
+      continue;
+    }
     if (message.has_desired_state()) HandleDesiredState(message.desired_state(), outbound);
     if (message.has_pinglist()) HandlePinglist(message.pinglist());
   }

@@ -60,6 +60,7 @@
 #include "absl/time/time.h"
 #include "agent/agent_metrics.h"
 #include "agent/controller_client.h"
+#include "agent/controller_epoch.h"
 #include "agent/health_server.h"
 #include "agent/nic_backend.h"
 #include "agent/outbound_queue.h"
@@ -147,6 +148,8 @@ class Agent {
   const absl::Duration interval_;
   const absl::Duration drift_check_interval_;
   AgentMetrics metrics_;
+  // The highest controller epoch seen; messages below it are ignored.
+  ControllerEpochFence controller_epoch_;
   Backoff backoff_;  // loop thread only
 
   // Loop thread only.

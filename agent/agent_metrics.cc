@@ -108,6 +108,10 @@ AgentMetrics::AgentMetrics(prometheus::Registry& registry, std::string node_name
                                 "Attempts to re-establish the controller session after a "
                                 "failure.")
                       .Add({})),
+      messages_fenced_(CounterFamily(registry, "weft_agent_controller_messages_fenced_total",
+                                     "Controller messages ignored because they came from a "
+                                     "deposed leader (an epoch below the highest seen).")
+                           .Add({})),
       registered_(prometheus::BuildGauge()
                       .Name("weft_agent_registered")
                       .Help("1 while registered with the controller and streaming, else 0.")

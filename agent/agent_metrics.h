@@ -59,6 +59,8 @@ class AgentMetrics {
   // A queued batch dropped because the stream was slower than collection.
   void TelemetryDropped() { telemetry_dropped_.Increment(); }
   void Reconnect() { reconnects_.Increment(); }
+  // A controller message from a deposed leader (a lower epoch) was ignored.
+  void ControllerMessageFenced() { messages_fenced_.Increment(); }
   void SetRegistered(bool registered) { registered_.Set(registered ? 1 : 0); }
   // One desired state answered: ACK (and now applied at `version`) or NACK.
   void DesiredStateAnswered(bool accepted, uint64_t applied_version) {
@@ -107,6 +109,7 @@ class AgentMetrics {
   prometheus::Counter& send_errors_;
   prometheus::Counter& telemetry_dropped_;
   prometheus::Counter& reconnects_;
+  prometheus::Counter& messages_fenced_;
   prometheus::Gauge& registered_;
   prometheus::Gauge& tunables_applied_version_;
   prometheus::Gauge& tunables_drift_;

@@ -712,6 +712,35 @@ TEST_F(AgentTest, StateForAnotherNodeIsRefusedUntouched) {
   EXPECT_EQ(*backend_->Tunables()[0]->Read("rp_ai_rate"), "5");
 }
 
+// Two leaders speak in turn: the newer (epoch 9) applies version 7; the deposed one
+// (epoch 4) wakes up and pushes version 8, which is ignored, unanswered and counted;
+// the newer one's next push (version 9) applies.
+TEST_F(AgentTest, ADeposedLeadersStateIsIgnoredAndCounted) {
+  StartAgent();
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.batches_.size() >= 1; }));
+  ControllerMessage newer = DesiredStatePush(7);
+  newer.set_controller_epoch(9);
+  controller_.Push(newer);
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.acks_.size() == 1; }));
+  ControllerMessage deposed = DesiredStatePush(8);
+  deposed.set_controller_epoch(4);
+  deposed.mutable_desired_state()->mutable_dcqcn()->set_rp_ai_rate(20);
+  controller_.Push(deposed);
+  ControllerMessage next = DesiredStatePush(9);
+  next.set_controller_epoch(9);
+  controller_.Push(next);
+  ASSERT_TRUE(StepUntil([](FakeController& c) { return c.acks_.size() >= 2; }));
+  {
+    absl::MutexLock lock(&controller_.mu_);
+    ASSERT_EQ(controller_.acks_.size(), 2u);
+    EXPECT_EQ(controller_.acks_[0].version(), 7u);
+    EXPECT_EQ(controller_.acks_[1].version(), 9u) << "version 8 was never answered";
+  }
+  EXPECT_EQ(agent_->applied_version(), 9u);
+  EXPECT_EQ(*backend_->Tunables()[0]->Read("rp_ai_rate"), "10");
+  EXPECT_EQ(MetricValue(registry_, "weft_agent_controller_messages_fenced_total"), 1);
+}
+
 TEST_F(AgentTest, RejectTunablesFaultNacksNamingNicAndParameter) {
   config_.mutable_simulated()->add_faults(weft::v1::SIM_FAULT_REJECT_TUNABLES);
   StartAgent();

@@ -204,6 +204,27 @@ std::string FormatUnixSeconds(int64_t unix_s) {
                           absl::UTCTimeZone());
 }
 
+std::string FormatPrecheck(const PlacementResponse& placed) {
+  if (!placed.has_precheck()) return "";
+  std::string out;
+  // The pre-job check of the first placement: what it left out, or that it passed.
+  std::vector<std::string> failed;
+  for (const auto& node : placed.precheck().nodes()) {
+    if (!node.passed()) failed.push_back(absl::StrCat(node.node(), " (", node.reason(), ")"));
+  }
+  absl::StrAppend(&out, "pre-job check: ",
+                  failed.empty() ? (placed.precheck().passed() ? "passed"
+                                                               : "nodes passed; the fabric "
+                                                                 "between them is blamed")
+                                 : absl::StrCat("left out ", absl::StrJoin(failed, "; ")),
+                  "\n");
+  for (const auto& verdict : placed.precheck().verdicts()) {
+    absl::StrAppend(&out, "  blamed: ", verdict.kind(), " ", verdict.component(), " (",
+                    verdict.problem(), ")\n");
+  }
+  return out;
+}
+
 std::string FormatPlacementSummary(const PlacementResponse& placed) {
   const int nodes = placed.ring_order_size();
   std::string out = absl::StrCat(
@@ -219,23 +240,7 @@ std::string FormatPlacementSummary(const PlacementResponse& placed) {
     absl::StrAppend(&out, "reservation ", placed.reservation_id(), ", expires ",
                     FormatUnixSeconds(placed.expires_at_unix_s()), "\n");
   }
-  if (placed.has_precheck()) {
-    // The pre-job check of the first placement: what it left out, or that it passed.
-    std::vector<std::string> failed;
-    for (const auto& node : placed.precheck().nodes()) {
-      if (!node.passed()) failed.push_back(absl::StrCat(node.node(), " (", node.reason(), ")"));
-    }
-    absl::StrAppend(&out, "pre-job check: ",
-                    failed.empty() ? (placed.precheck().passed() ? "passed"
-                                                                 : "nodes passed; the fabric "
-                                                                   "between them is blamed")
-                                   : absl::StrCat("left out ", absl::StrJoin(failed, "; ")),
-                    "\n");
-    for (const auto& verdict : placed.precheck().verdicts()) {
-      absl::StrAppend(&out, "  blamed: ", verdict.kind(), " ", verdict.component(), " (",
-                      verdict.problem(), ")\n");
-    }
-  }
+  absl::StrAppend(&out, FormatPrecheck(placed));
   // Several nodes and no inter-node bytes: the request gave no sizes to predict from.
   if (nodes > 1 && placed.predicted_inter_node_bytes() == 0) {
     absl::StrAppend(&out,

@@ -97,6 +97,10 @@ absl::StatusOr<weft::v1::PlacementResponse> PlaceOffline(
 std::string FormatPlacement(const weft::v1::PlacementResponse& placed, PlaceFormat format);
 
 std::string FormatHostfile(const weft::v1::PlacementResponse& placed);
+// "pre-job check: passed" or "pre-job check: left out NODE (REASON); ...", then a line per
+// blamed component; "" when the placement had no check. The table shows it; with the
+// hostfile and env formats weftctl prints it on stderr, so the output stays clean.
+std::string FormatPrecheck(const weft::v1::PlacementResponse& placed);
 std::string FormatNodeEnvLines(const weft::v1::PlacementResponse& placed);
 std::string FormatPlacementSummary(const weft::v1::PlacementResponse& placed);
 

@@ -14,6 +14,7 @@ namespace weft {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using weft::v1::PlacementRequest;
 using weft::v1::PlacementResponse;
 
@@ -206,6 +207,33 @@ TEST(FormatPlacementTest, TableShowsThePredictionWhenThereIsOne) {
   EXPECT_THAT(FormatPlacement(placed, PlaceFormat::kTable),
               HasSubstr("predicted bytes per iteration: cross-rack 1048576, cross-pod 0, "
                         "inter-node 3145728\n"));
+}
+
+TEST(FormatPrecheckTest, NamesTheNodesLeftOutAndWhatIsBlamedOrSaysItPassed) {
+  PlacementResponse placed = TwoNodeAnswer();
+  EXPECT_EQ(FormatPrecheck(placed), "") << "no check, no line";
+  weft::v1::CheckResponse* check = placed.mutable_precheck();
+  check->set_passed(true);
+  for (const std::string node : {"gpu-a01", "gpu-b01"}) {
+    weft::v1::NodeCheck* n = check->add_nodes();
+    n->set_node(node);
+    n->set_passed(true);
+  }
+  EXPECT_EQ(FormatPrecheck(placed), "pre-job check: passed\n");
+  check->set_passed(false);
+  weft::v1::NodeCheck* bad = check->add_nodes();
+  bad->set_node("gpu-c01");
+  bad->set_reason("nic gpu-c01/mlx5_1 unreachable");
+  weft::v1::PingmeshVerdict* verdict = check->add_verdicts();
+  verdict->set_kind("nic");
+  verdict->set_component("gpu-c01/mlx5_1");
+  verdict->set_problem("unreachable");
+  EXPECT_EQ(FormatPrecheck(placed),
+            "pre-job check: left out gpu-c01 (nic gpu-c01/mlx5_1 unreachable)\n"
+            "  blamed: nic gpu-c01/mlx5_1 (unreachable)\n");
+  // The table carries it; the hostfile does not (weftctl prints it on stderr).
+  EXPECT_THAT(FormatPlacement(placed, PlaceFormat::kTable), HasSubstr("left out gpu-c01"));
+  EXPECT_THAT(FormatPlacement(placed, PlaceFormat::kHostfile), Not(HasSubstr("pre-job")));
 }
 
 TEST(ShellQuoteIfNeededTest, QuotesOnlyWhatAShellWouldSplitOrExpand) {

@@ -55,6 +55,9 @@ int Place(const CommandContext& context) {
     if (!status.ok()) return context.Failed(absl::StrCat("place ", request->job_id()), status);
   }
   context.out << FormatPlacement(response, *format);
+  if (*format == PlaceFormat::kHostfile || *format == PlaceFormat::kEnv) {
+    context.err << FormatPrecheck(response);
+  }
   return kExitOk;
 }
 

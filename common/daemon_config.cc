@@ -126,6 +126,7 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   pingmesh->set_gray_detect_s(5);
   pingmesh->set_max_probes_per_node_per_s(1000);
   pingmesh->set_max_nic_capacity_share(0.01);
+  pingmesh->set_degrade_blamed_nodes(true);
   config.set_state_dir("/var/lib/weft/controller");
   // No TLS files and not insecure: plaintext, accepted only because the default
   // listen_address is loopback (ValidateTransport). deploy/examples turns TLS on.

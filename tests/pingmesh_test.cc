@@ -6,7 +6,8 @@
 // judges them. A NIC is killed with nftables (every UDP datagram to its address
 // dropped): `weftctl pingmesh status` names it, an event fires for its node; the rule is
 // removed: the verdict clears. `weftctl check` on a set with that node fails it alone
-// while the NIC is dark and passes once it is back.
+// while the NIC is dark and passes once it is back. With the health rule on (the
+// default) and auto-drain, the blamed node becomes DEGRADED, is drained and comes back.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -41,15 +42,24 @@ int Nft(const std::vector<std::string>& args) {
   return weft::testing::RunCommand(argv, absl::Seconds(10)).exit_status;
 }
 
-class PingmeshTest : public ::testing::Test {
- protected:
-  PingmeshTest()
-      : cluster_({.telemetry_interval_ms = kIntervalMs,
-                  .flags = {"--config", WriteTempFile("controller.yaml", R"(
+// The pingmesh section of the controller's config, then `more` (YAML).
+std::string ControllerConfig(absl::string_view more) {
+  return WriteTempFile("controller.yaml", absl::StrCat(R"(
 pingmesh:
   tor_uplinks: 1
   max_probes_per_node_per_s: 300
-)")}}) {}
+)",
+                                                       more));
+}
+
+class PingmeshTest : public ::testing::Test {
+ protected:
+  // Verdicts are events and metrics only, so placement sees the blamed node as healthy
+  // and the pre-job check is what leaves it out.
+  PingmeshTest() : PingmeshTest("  degrade_blamed_nodes: false\n") {}
+  explicit PingmeshTest(absl::string_view more_config)
+      : cluster_({.telemetry_interval_ms = kIntervalMs,
+                  .flags = {"--config", ControllerConfig(more_config)}}) {}
 
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "skipped: nftables needs root to drop a NIC's probes";
@@ -86,6 +96,22 @@ probe:
 
   void TearDown() override { Nft({"delete", "table", "inet", kNftTable}); }
 
+  // Every agent probes and windows are being judged.
+  ::testing::AssertionResult WaitForProbing() {
+    return weft::testing::WaitFor("every node probed and windows judged", absl::Seconds(30),
+                                  [&](std::string* observed) {
+                                    const weft::v1::PingmeshStatus s = Status();
+                                    *observed = Verdicts(s);
+                                    return s.probed_nodes() == 12 && s.windows_accepted() > 2000;
+                                  });
+  }
+
+  // Every UDP datagram to `address` is dropped at input; nft's exit status.
+  static int DropUdpTo(const std::string& address) {
+    return Nft({"add", "rule", "inet", kNftTable, "in", "ip", "daddr", address, "meta",
+                "l4proto", "udp", "drop"});
+  }
+
   weft::v1::PingmeshStatus Status() {
     weft::v1::PingmeshStatus status;
     CommandResult result = cluster_.Weftctl({"pingmesh", "status", "--output", "json"});
@@ -111,21 +137,13 @@ probe:
 
 TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   // Every agent probes and is heard; nothing is blamed on a healthy fleet.
-  ASSERT_TRUE(weft::testing::WaitFor("every node probed and windows judged", absl::Seconds(30),
-                                     [&](std::string* observed) {
-                                       const weft::v1::PingmeshStatus s = Status();
-                                       *observed = Verdicts(s);
-                                       return s.probed_nodes() == 12 &&
-                                              s.windows_accepted() > 2000;
-                                     }));
+  ASSERT_TRUE(WaitForProbing());
   weft::v1::PingmeshStatus healthy = Status();
   EXPECT_THAT(healthy.verdicts(), ::testing::IsEmpty()) << Verdicts(healthy);
   EXPECT_TRUE(healthy.unprobed().empty());
 
   // b3's second NIC (127.0.2.6) goes dark: no datagram reaches it any more.
-  ASSERT_EQ(Nft({"add", "rule", "inet", kNftTable, "in", "ip", "daddr", "127.0.2.6", "meta",
-                 "l4proto", "udp", "drop"}),
-            0);
+  ASSERT_EQ(DropUdpTo("127.0.2.6"), 0);
   const absl::Time killed = absl::Now();
   ASSERT_TRUE(weft::testing::WaitFor(
       "a verdict naming b3/mlx5_1", absl::Seconds(20), [&](std::string* observed) {
@@ -197,6 +215,52 @@ TEST_F(PingmeshTest, ADeadNicIsNamedByTheControllerAndClearedWhenItComesBack) {
   EXPECT_EQ(matrix.exit_status, 0) << matrix.err;
   EXPECT_THAT(matrix.out, ::testing::HasSubstr("rack-a"));
   EXPECT_THAT(matrix.out, ::testing::HasSubstr("rack-b"));
+}
+
+// The health rule: a node pingmesh blames is DEGRADED, auto-drained with the finding as
+// its reason, and undrained once its NIC is back.
+class PingmeshHealthTest : public PingmeshTest {
+ protected:
+  PingmeshHealthTest()
+      : PingmeshTest(R"(health:
+  recover_after_ms: 3000
+  auto_drain:
+    enabled: true
+    after_ms: 1000
+    undrain_after_clean_ms: 1000
+)") {}
+};
+
+TEST_F(PingmeshHealthTest, ABlamedNodeIsDegradedDrainedAndUndrainedWhenItsNicIsBack) {
+  ASSERT_TRUE(WaitForProbing());
+  ASSERT_EQ(DropUdpTo("127.0.2.6"), 0);
+  const absl::Time killed = absl::Now();
+  ASSERT_TRUE(cluster_.WaitForState("b3", weft::v1::NODE_STATE_DRAINED, absl::Seconds(30)));
+  const absl::Duration drained_after = absl::Now() - killed;
+  const weft::v1::NodeStatus b3 = cluster_.NodesByName()["b3"];
+  EXPECT_EQ(b3.drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
+  EXPECT_THAT(b3.drain_reason(),
+              ::testing::ContainsRegex("^auto: pingmesh_(nic|link) on b3/mlx5_1"))
+      << b3.drain_reason();
+  EXPECT_EQ(b3.health(), weft::v1::NODE_STATE_DEGRADED);
+  ASSERT_GE(b3.findings_size(), 1);
+  EXPECT_THAT(b3.findings(0).rule(), ::testing::StartsWith("pingmesh_"));
+  // Only b3: the nodes that probe it are not blamed for its NIC.
+  for (const auto& [name, node] : cluster_.NodesByName()) {
+    if (name == "b3") continue;
+    EXPECT_EQ(node.state(), weft::v1::NODE_STATE_HEALTHY) << name;
+  }
+  std::cerr << "dead NIC's node auto-drained after " << absl::FormatDuration(drained_after)
+            << ": " << b3.drain_reason() << "\n";
+
+  ASSERT_EQ(Nft({"flush", "chain", "inet", kNftTable, "in"}), 0);
+  ASSERT_TRUE(cluster_.WaitForState("b3", weft::v1::NODE_STATE_HEALTHY, absl::Seconds(60)));
+  const weft::v1::NodeStatus back = cluster_.NodesByName()["b3"];
+  EXPECT_EQ(back.findings_size(), 0);
+  EXPECT_EQ(back.drained_by(), weft::v1::DRAIN_SOURCE_UNSPECIFIED);
+  CommandResult events = cluster_.Weftctl({"events", "--node", "b3"});
+  EXPECT_THAT(events.out, ::testing::HasSubstr("auto: pingmesh_"));
+  EXPECT_THAT(events.out, ::testing::HasSubstr("undrained"));
 }
 
 }  // namespace

@@ -22,12 +22,12 @@ int64_t ProbeWindows::IndexOf(absl::Time t) const {
 }
 
 void ProbeWindows::Sent(const ProbeFlow& flow, absl::Time sent_at) {
-  ++windows_[{flow, IndexOf(sent_at)}].sent;
+  ++windows_[IndexOf(sent_at)][flow].sent;
 }
 
 void ProbeWindows::Answered(const ProbeFlow& flow, absl::Time sent_at,
                             const ProbeMeasurement& measured) {
-  Window& w = windows_[{flow, IndexOf(sent_at)}];
+  Window& w = windows_[IndexOf(sent_at)][flow];
   w.rtt_us.push_back(absl::ToDoubleMicroseconds(measured.network_rtt));
   w.sender_us.push_back(absl::ToDoubleMicroseconds(measured.sender_host_delay));
   w.responder_us.push_back(absl::ToDoubleMicroseconds(measured.responder_host_delay));
@@ -37,11 +37,11 @@ void ProbeWindows::Answered(const ProbeFlow& flow, absl::Time sent_at,
 }
 
 void ProbeWindows::Lost(const ProbeFlow& flow, absl::Time sent_at) {
-  ++windows_[{flow, IndexOf(sent_at)}].lost;
+  ++windows_[IndexOf(sent_at)][flow].lost;
 }
 
 void ProbeWindows::Failed(const ProbeFlow& flow, absl::Time at, const std::string& error) {
-  windows_[{flow, IndexOf(at)}].error = error;
+  windows_[IndexOf(at)][flow].error = error;
 }
 
 weft::v1::ProbeWindow ProbeWindows::ToProto(const ProbeFlow& flow, int64_t index, Window& w,
@@ -71,22 +71,20 @@ weft::v1::ProbeWindow ProbeWindows::ToProto(const ProbeFlow& flow, int64_t index
 std::vector<weft::v1::ProbeWindow> ProbeWindows::TakeClosed(absl::Time resolved_before,
                                                             uint64_t version) {
   std::vector<weft::v1::ProbeWindow> out;
-  for (auto it = windows_.begin(); it != windows_.end();) {
-    const absl::Time end = origin_ + window_ * (it->first.second + 1);
-    if (end > resolved_before) {
-      ++it;
-      continue;
-    }
-    out.push_back(ToProto(it->first.first, it->first.second, it->second, version));
-    it = windows_.erase(it);
+  while (!windows_.empty()) {
+    auto it = windows_.begin();
+    const int64_t index = it->first;
+    if (origin_ + window_ * (index + 1) > resolved_before) break;
+    for (auto& [flow, window] : it->second) out.push_back(ToProto(flow, index, window, version));
+    windows_.erase(it);
   }
   return out;
 }
 
 std::vector<weft::v1::ProbeWindow> ProbeWindows::TakeAll(uint64_t version) {
   std::vector<weft::v1::ProbeWindow> out;
-  for (auto& [key, window] : windows_) {
-    out.push_back(ToProto(key.first, key.second, window, version));
+  for (auto& [index, flows] : windows_) {
+    for (auto& [flow, window] : flows) out.push_back(ToProto(flow, index, window, version));
   }
   windows_.clear();
   return out;

@@ -35,7 +35,8 @@ class ProbeWindows {
   void Failed(const ProbeFlow& flow, absl::Time at, const std::string& error);
 
   // Removes and returns the windows that end at or before `resolved_before`,
-  // stamped with `pinglist_version`, in flow then time order.
+  // stamped with `pinglist_version`, in time then flow order. Visits only the windows
+  // it returns (the prober asks on every wake, i.e. about once per probe).
   std::vector<weft::v1::ProbeWindow> TakeClosed(absl::Time resolved_before,
                                                 uint64_t pinglist_version);
   // Everything still open, closed now (a pinglist replaced: the old flows' last words).
@@ -52,7 +53,6 @@ class ProbeWindows {
     TimestampSource worst_timestamps = TimestampSource::kHardware;
     std::string error;
   };
-  using Key = std::pair<ProbeFlow, int64_t>;  // flow, window index
 
   int64_t IndexOf(absl::Time t) const;
   weft::v1::ProbeWindow ToProto(const ProbeFlow& flow, int64_t index, Window& window,
@@ -60,7 +60,8 @@ class ProbeWindows {
 
   const absl::Duration window_;
   const absl::Time origin_;
-  std::map<Key, Window> windows_;
+  // By window index, then flow: the closed windows are the first entries.
+  std::map<int64_t, std::map<ProbeFlow, Window>> windows_;
 };
 
 }  // namespace weft::agent::probe

@@ -87,6 +87,29 @@ TEST(ProbeWindowsTest, SummarisesEachFlowPerWindowAndClosesOnlyResolvedWindows) 
   EXPECT_TRUE(windows.TakeAll(5).empty());
 }
 
+TEST(ProbeWindowsTest, ClosedWindowsComeInTimeThenFlowOrderAndLaterOnesStayOpen) {
+  ProbeWindows windows(absl::Seconds(1), kOrigin);
+  // Three windows of two flows, sent out of flow order.
+  for (int w = 0; w < 3; ++w) {
+    windows.Sent(Flow(50002), kOrigin + absl::Seconds(w) + absl::Milliseconds(100));
+    windows.Sent(Flow(50001), kOrigin + absl::Seconds(w) + absl::Milliseconds(200));
+  }
+  std::vector<weft::v1::ProbeWindow> closed = windows.TakeClosed(kOrigin + absl::Seconds(2), 1);
+  ASSERT_EQ(closed.size(), 4u);
+  const int64_t start0 = absl::ToUnixMicros(kOrigin);
+  const int64_t start1 = absl::ToUnixMicros(kOrigin + absl::Seconds(1));
+  EXPECT_EQ(closed[0].window_start_us(), start0);
+  EXPECT_EQ(closed[0].source_port(), 50001u);
+  EXPECT_EQ(closed[1].window_start_us(), start0);
+  EXPECT_EQ(closed[1].source_port(), 50002u);
+  EXPECT_EQ(closed[2].window_start_us(), start1);
+  EXPECT_EQ(closed[3].window_start_us(), start1);
+  EXPECT_TRUE(windows.TakeClosed(kOrigin + absl::Seconds(2), 1).empty()) << "taken once";
+  const std::vector<weft::v1::ProbeWindow> rest = windows.TakeAll(1);
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].window_start_us(), absl::ToUnixMicros(kOrigin + absl::Seconds(2)));
+}
+
 TEST(ProbeWindowsTest, AllLostWindowHasNoRttAndKeepsTheError) {
   ProbeWindows windows(absl::Seconds(10), kOrigin);
   windows.Sent(Flow(50003), kOrigin + absl::Seconds(1));

@@ -10,16 +10,14 @@
 // answers every reservation with it and the congestion on the job's nodes.
 //
 // Handlers run on gRPC's callback threads and finish inline; Place holds the
-// reservation book's mutex while the engine runs (milliseconds). A Place with
-// precheck_seconds reserves, then runs the pingmesh pre-job check on the placed nodes
-// (PingmeshManager::StartCheck) and answers from its callback: the placement when every
-// node passed, else the job placed once more without the nodes that failed (the first
-// reservation released), with the check in `precheck`. Thread-safe.
+// reservation book's mutex while the engine runs (milliseconds). Place goes through
+// PrecheckedPlacement (controller/placement/prechecked_placement.h): with
+// precheck_seconds it answers from the pre-job check's callback. Thread-safe.
 #ifndef WEFT_CONTROLLER_API_PLACEMENT_SERVICE_H_
 #define WEFT_CONTROLLER_API_PLACEMENT_SERVICE_H_
 
-#include "controller/pingmesh/pingmesh_manager.h"
 #include "controller/placement/placement_manager.h"
+#include "controller/placement/prechecked_placement.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/weft/v1/placement.grpc.pb.h"
 #include "proto/weft/v1/placement.pb.h"
@@ -28,9 +26,9 @@ namespace weft::controller {
 
 class PlacementServiceImpl final : public weft::v1::PlacementService::CallbackService {
  public:
-  // `placement` and `pingmesh` (nullptr: no pre-job checks) must outlive the service.
+  // `placement` must outlive the service; `check` runs pre-job checks (empty: none).
   explicit PlacementServiceImpl(PlacementManager* placement,
-                                PingmeshManager* pingmesh = nullptr);
+                                PrecheckedPlacement::CheckRunner check = nullptr);
 
   PlacementServiceImpl(const PlacementServiceImpl&) = delete;
   PlacementServiceImpl& operator=(const PlacementServiceImpl&) = delete;
@@ -59,7 +57,7 @@ class PlacementServiceImpl final : public weft::v1::PlacementService::CallbackSe
 
  private:
   PlacementManager* const placement_;
-  PingmeshManager* const pingmesh_;
+  PrecheckedPlacement prechecked_;
 };
 
 }  // namespace weft::controller

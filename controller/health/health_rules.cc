@@ -152,6 +152,12 @@ absl::string_view HealthRuleName(HealthRule rule) {
       return "link_flap";
     case HealthRule::kNicUnreadable:
       return "nic_unreadable";
+    case HealthRule::kPingmeshHost:
+      return "pingmesh_host";
+    case HealthRule::kPingmeshNic:
+      return "pingmesh_nic";
+    case HealthRule::kPingmeshLink:
+      return "pingmesh_link";
   }
   return "unknown";
 }
@@ -210,6 +216,10 @@ weft::v1::Finding Finding::ToProto() const {
 }
 
 std::string DescribeFinding(const Finding& finding) {
+  if (finding.port == 0) {
+    return absl::StrCat(HealthRuleName(finding.rule), " on ", finding.device, ": ",
+                        finding.detail);
+  }
   return absl::StrCat(HealthRuleName(finding.rule), " on ", finding.device, "/",
                       finding.port, ": ", finding.detail);
 }

@@ -20,6 +20,13 @@
 //                      link_flaps_per_window
 //   nic_unreadable     the agent could not read the NIC (sample error set)
 //
+// Rules found elsewhere, which the inventory takes as a node's external findings
+// (Inventory::SetExternalFindings) rather than evaluating them over a NIC's window:
+//   pingmesh_host      pingmesh blames the node's host (probes answered late or not at
+//                      all while the network around it is fine)
+//   pingmesh_nic       pingmesh blames one of the node's NICs
+//   pingmesh_link      pingmesh blames the cable of one of the node's NICs
+//
 // Firing: a rate rule fires when the newest `consecutive_samples` readings of the NIC
 // are all evaluable and above the threshold. Evaluable means rates_valid, no error,
 // and the counter group the rule reads present: a missing group (say, a NIC without
@@ -61,6 +68,9 @@ enum class HealthRule {
   kLinkDown,
   kLinkFlap,
   kNicUnreadable,
+  kPingmeshHost,
+  kPingmeshNic,
+  kPingmeshLink,
 };
 
 // Every rule, in the order above.
@@ -68,7 +78,8 @@ inline constexpr HealthRule kAllHealthRules[] = {
     HealthRule::kPfcPauseStorm,   HealthRule::kEcnMarkRatio, HealthRule::kCnpIgnored,
     HealthRule::kPacketSeqErr,    HealthRule::kLocalAckTimeout,
     HealthRule::kOutOfSequence,   HealthRule::kLinkDown,     HealthRule::kLinkFlap,
-    HealthRule::kNicUnreadable};
+    HealthRule::kNicUnreadable,   HealthRule::kPingmeshHost, HealthRule::kPingmeshNic,
+    HealthRule::kPingmeshLink};
 
 // "pfc_pause_storm", ...: the rule's name in findings, events and metric labels.
 absl::string_view HealthRuleName(HealthRule rule);
@@ -116,11 +127,12 @@ struct NicReading {
 
 NicReading ReadingFromSample(const weft::v1::NicSample& sample, absl::Time received_at);
 
-// One rule firing on one NIC.
+// One rule firing on one NIC (or, for an external finding, on what `device` names: a
+// host, a NIC as "node/nic", a cable as "node/nic->switch"; port 0 then).
 struct Finding {
   HealthRule rule = HealthRule::kPfcPauseStorm;
   std::string device;
-  uint32_t port = 0;
+  uint32_t port = 0;  // 0: no port (RDMA ports count from 1)
   double value = 0;
   double threshold = 0;
   std::string detail;  // one line for people
@@ -160,7 +172,8 @@ std::vector<Finding> EvaluateNicWindow(absl::string_view device, uint32_t port,
                                        const LinkFlaps& flaps);
 
 // "pfc_pause_storm on mlx5_0/1: rx pause 97.0% ..." — how a finding reads in a
-// state-change reason or a drain reason.
+// state-change reason or a drain reason ("pingmesh_nic on gpu-a01/mlx5_0: ..." without
+// a port).
 std::string DescribeFinding(const Finding& finding);
 
 }  // namespace weft::controller

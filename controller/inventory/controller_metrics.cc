@@ -94,12 +94,13 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry)
                 .Register(registry)),
       rule_firings_(prometheus::BuildCounter()
                         .Name("weft_controller_health_rule_firings_total")
-                        .Help("Times a health rule started firing on a NIC, by rule.")
+                        .Help("Times a health rule started firing on a NIC (pingmesh "
+                              "rules: on a node), by rule.")
                         .Register(registry)),
       active_findings_(prometheus::BuildGauge()
                            .Name("weft_controller_health_findings")
-                           .Help("NICs of reporting nodes a health rule fires on now, "
-                                 "by rule.")
+                           .Help("NICs (pingmesh rules: components) of reporting nodes a "
+                                 "health rule fires on now, by rule.")
                            .Register(registry)),
       auto_drains_(prometheus::BuildCounter()
                        .Name("weft_controller_auto_drains_total")

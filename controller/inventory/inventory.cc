@@ -187,6 +187,9 @@ void Inventory::Summarize(Node& node) {
     if (!nic.window.empty()) node.latest_rates += nic.window.back().rates;
     node.findings += static_cast<int>(nic.findings.size());
   }
+  for (const auto& [source, findings] : node.external_findings) {
+    node.findings += static_cast<int>(findings.size());
+  }
 }
 
 void Inventory::AddToStateCount(NodeState state, int64_t delta) {
@@ -576,7 +579,7 @@ absl::StatusOr<weft::v1::NodeStatus> Inventory::Undrain(absl::string_view name,
   return StatusOf(node);
 }
 
-weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
+weft::v1::NodeStatus Inventory::StatusOf(const Node& node, bool samples) const {
   weft::v1::NodeStatus status;
   *status.mutable_info() = node.info;
   status.set_state(StateOf(node));
@@ -588,6 +591,7 @@ weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
   status.set_health(node.health.state());
   status.set_drained_by(node.drained_by);
   status.set_drained_who(node.drained_who);
+  if (!samples) return status;
   for (const NicState& nic : node.nics) {
     weft::v1::NicStatus* nic_status = status.add_nics();
     *nic_status->mutable_nic() = nic.nic;
@@ -595,6 +599,11 @@ weft::v1::NodeStatus Inventory::StatusOf(const Node& node) const {
     // A silent node's findings describe the past, like its rates.
     if (node.reporting) {
       for (const Finding& finding : nic.findings) *status.add_findings() = finding.ToProto();
+    }
+  }
+  if (node.reporting) {
+    for (const auto& [source, findings] : node.external_findings) {
+      for (const Finding& finding : findings) *status.add_findings() = finding.ToProto();
     }
   }
   *status.mutable_rates() = ToProto(RatesOf(node));
@@ -618,6 +627,14 @@ std::vector<weft::v1::NodeStatus> Inventory::ListNodes(absl::string_view rack) c
     if (!rack.empty() && node.info.rack() != rack) continue;
     result.push_back(StatusOf(node));
   }
+  return result;
+}
+
+std::vector<weft::v1::NodeStatus> Inventory::ListNodeIdentities() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<weft::v1::NodeStatus> result;
+  result.reserve(nodes_.size());
+  for (const auto& [name, node] : nodes_) result.push_back(StatusOf(node, /*samples=*/false));
   return result;
 }
 
@@ -655,6 +672,34 @@ void Inventory::UpdateFindings(const std::string& node_name, NicState& nic,
     events_.Append(std::move(event));
   }
   nic.findings = std::move(current);
+}
+
+absl::Status Inventory::SetExternalFindings(absl::string_view name, absl::string_view source,
+                                            std::vector<Finding> findings) {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    return absl::NotFoundError(absl::StrCat("node ", name, " is not registered"));
+  }
+  Node& node = it->second;
+  auto held = node.external_findings.find(source);
+  for (const Finding& finding : findings) {
+    const bool was_held =
+        held != node.external_findings.end() &&
+        std::any_of(held->second.begin(), held->second.end(), [&](const Finding& f) {
+          return f.rule == finding.rule && f.device == finding.device;
+        });
+    if (!was_held) metrics_->HealthRuleFired(HealthRuleName(finding.rule));
+  }
+  if (findings.empty()) {
+    if (held != node.external_findings.end()) node.external_findings.erase(held);
+  } else if (held != node.external_findings.end()) {
+    held->second = std::move(findings);
+  } else {
+    node.external_findings.emplace(std::string(source), std::move(findings));
+  }
+  Summarize(node);
+  return absl::OkStatus();
 }
 
 std::optional<StateChange> Inventory::ApplyAutoDrain(const std::string& name, Node& node,
@@ -721,12 +766,18 @@ std::vector<StateChange> Inventory::EvaluateHealth() {
     if (node.reporting) {
       const Finding* earliest = nullptr;
       int count = 0;
-      for (size_t i = 0; node.findings > 0 && i < node.nics.size(); ++i) {
-        for (const Finding& finding : node.nics[i].findings) {
+      auto consider = [&](const std::vector<Finding>& findings) {
+        for (const Finding& finding : findings) {
           ++active[finding.rule];
           ++count;
           if (earliest == nullptr || finding.since < earliest->since) earliest = &finding;
         }
+      };
+      for (size_t i = 0; node.findings > 0 && i < node.nics.size(); ++i) {
+        consider(node.nics[i].findings);
+      }
+      if (node.findings > 0) {
+        for (const auto& [source, findings] : node.external_findings) consider(findings);
       }
       std::optional<absl::Time> firing_since;
       if (earliest != nullptr) firing_since = earliest->since;

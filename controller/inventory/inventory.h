@@ -20,6 +20,10 @@
 //   * Each NIC's findings are EvaluateNicWindow() of its current window: recomputed
 //     whenever a sample arrives; a rule that starts or stops firing is logged as an
 //     event and counted. Findings are shown only while the node reports.
+//   * A node's external findings (SetExternalFindings: what another part of the
+//     controller found, such as pingmesh blaming the node's NIC) count for its health
+//     like its NICs' findings; each source's set is replaced whole, and they are not
+//     persisted (their source finds them again after a restart).
 //   * An operator's drain is never undone by the controller. An operator who drains
 //     an auto-drained node takes it over; an operator undrain restarts the auto-drain
 //     clock of a still-sick node.
@@ -148,6 +152,14 @@ class Inventory {
   absl::Status AcceptTelemetry(absl::string_view node, uint64_t epoch,
                                const weft::v1::TelemetryBatch& batch);
 
+  // Replaces the findings `source` ("pingmesh") holds against `node` (empty: none).
+  // They count for the node's health from the next sweep, like the findings of its
+  // NICs, so a node with one held for degrade_after becomes DEGRADED (and may be
+  // auto-drained). The source logs its own events; rules newly held are counted.
+  // NOT_FOUND names an unknown node (nothing changes).
+  absl::Status SetExternalFindings(absl::string_view node, absl::string_view source,
+                                   std::vector<Finding> findings);
+
   // Marks nodes silent for more than the down-after threshold as not reporting.
   // Returns the state changes it made (each is logged, counted and recorded once).
   std::vector<StateChange> EvaluateLiveness();
@@ -179,6 +191,12 @@ class Inventory {
   absl::StatusOr<weft::v1::NodeStatus> GetNode(absl::string_view node) const;
   // All nodes, sorted by name; only those of `rack` when it is not empty.
   std::vector<weft::v1::NodeStatus> ListNodes(absl::string_view rack = "") const;
+  // All nodes, sorted by name, with what they are and their state only (info, state,
+  // reporting, health, drain): no NIC samples, findings or rates. For callers that
+  // read the fleet often and need none of those (pingmesh reads it every few seconds):
+  // ListNodes parses every NIC's latest sample, which at thousands of nodes they would
+  // pay for nothing.
+  std::vector<weft::v1::NodeStatus> ListNodeIdentities() const;
 
   // The window of one NIC, oldest first. NOT_FOUND for an unknown node or NIC.
   absl::StatusOr<std::vector<WindowSample>> NicWindow(absl::string_view node,
@@ -243,6 +261,8 @@ class Inventory {
     // The durable ceiling of granted epochs (0 without a store).
     uint64_t epoch_ceiling = 0;
     std::vector<NicState> nics;  // in NodeInfo order
+    // SetExternalFindings, by source.
+    std::map<std::string, std::vector<Finding>, std::less<>> external_findings;
     // Why the node last became DEGRADED (the rule that fired first).
     std::string health_reason;
   };
@@ -254,13 +274,15 @@ class Inventory {
   static weft::v1::NodeState StateOf(const Node& node);
   // Sum of the NICs' latest rates; zero while the node is not reporting.
   static NicRates RatesOf(const Node& node);
-  weft::v1::NodeStatus StatusOf(const Node& node) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // With `samples` false, no NicStatus, findings or rates (ListNodeIdentities).
+  weft::v1::NodeStatus StatusOf(const Node& node, bool samples = true) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckSessionLocked(absl::string_view node, uint64_t epoch) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // CheckSession's verdict for `name` and its entry (nullptr: not registered).
   static absl::Status SessionStatus(absl::string_view name, const Node* node,
                                     uint64_t epoch);
-  // Recomputes node.latest_rates and node.findings from its NICs.
+  // Recomputes node.latest_rates and node.findings from its NICs and external findings.
   static void Summarize(Node& node);
   // nodes_ in name order as a vector, rebuilt after a node was added.
   const std::vector<NodeRef>& SweepOrder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -8,6 +8,7 @@
 #include "common/fake_clock.h"
 #include "controller/inventory/controller_metrics.h"
 #include "common/testing/metrics.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "store/controller_store.h"
@@ -429,6 +430,25 @@ TEST_F(InventoryTest, ListNodesSortsAndFiltersByRack) {
   EXPECT_EQ(inventory_->GetNode("zzz").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(InventoryTest, ListNodeIdentitiesHasWhatNodesAreButNoSamples) {
+  ASSERT_TRUE(inventory_->Register(MakeNode("b", 2, "r2"), 0).ok());
+  ASSERT_TRUE(inventory_->Register(MakeNode("a", 2, "r1"), 0).ok());
+  weft::v1::TelemetryBatch batch;
+  batch.add_samples()->set_device("mlx5_0");
+  ASSERT_TRUE(inventory_->AcceptTelemetry("a", 1, batch).ok());
+  ASSERT_EQ(inventory_->GetNode("a")->nics_size(), 2);
+  const std::vector<weft::v1::NodeStatus> identities = inventory_->ListNodeIdentities();
+  ASSERT_EQ(identities.size(), 2u);
+  EXPECT_EQ(identities[0].info().name(), "a");
+  EXPECT_EQ(identities[0].info().rack(), "r1");
+  EXPECT_EQ(identities[0].info().nics_size(), 2);
+  EXPECT_TRUE(identities[0].reporting());
+  EXPECT_EQ(identities[0].state(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(identities[0].nics_size(), 0) << "no NIC samples";
+  EXPECT_FALSE(identities[0].has_rates());
+  EXPECT_EQ(identities[1].info().name(), "b");
+}
+
 TEST(InventoryOptionsTest, FromConfigTakesTheHealthSectionAndDefaultsMatch) {
   weft::v1::ControllerConfig config = DefaultControllerConfig();
   config.mutable_health()->set_degrade_after_ms(500);
@@ -703,6 +723,61 @@ TEST_F(InventoryHealthTest, AutoDrainsASickNodeAndUndrainsItAfterACleanWindow) {
   EXPECT_EQ(undrains[0].drained_by(), weft::v1::DRAIN_SOURCE_AUTO);
   EXPECT_EQ(undrains[0].message(), "auto: HEALTHY for 20s, undrained");
   EXPECT_EQ(undrains[0].to_state(), weft::v1::NODE_STATE_HEALTHY);
+}
+
+Finding PingmeshNicFinding(absl::Time since) {
+  Finding finding;
+  finding.rule = HealthRule::kPingmeshNic;
+  finding.device = "n1/mlx5_1";
+  finding.value = 1.0;
+  finding.detail = "every probe of n1/mlx5_1 lost while its ToR's peers answer";
+  finding.since = since;
+  return finding;
+}
+
+TEST_F(InventoryHealthTest, ExternalFindingsDegradeAndAutoDrainLikeNicFindings) {
+  Configure(AutoDrainOptions());
+  Run(2, 0.01);
+  const absl::Time blamed_at = clock_.Now();
+  ASSERT_TRUE(inventory_->SetExternalFindings("n1", "pingmesh", {PingmeshNicFinding(blamed_at)})
+                  .ok());
+  EXPECT_EQ(Metric("weft_controller_health_rule_firings_total", {{"rule", "pingmesh_nic"}}), 1);
+  // Held for degrade_after (2 s) from the finding's since: DEGRADED, not before.
+  Run(1, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_HEALTHY);
+  ASSERT_EQ(Node().findings_size(), 1);
+  EXPECT_EQ(Node().findings(0).rule(), "pingmesh_nic");
+  EXPECT_EQ(Node().findings(0).device(), "n1/mlx5_1");
+  Run(1, 0.01);
+  EXPECT_EQ(Node().state(), weft::v1::NODE_STATE_DEGRADED);
+  EXPECT_EQ(FirstChangeTo(weft::v1::NODE_STATE_DEGRADED), blamed_at + absl::Seconds(2));
+  // The same finding again is not counted twice; auto-drain takes the node 5 s later,
+  // naming the finding.
+  ASSERT_TRUE(inventory_->SetExternalFindings("n1", "pingmesh", {PingmeshNicFinding(blamed_at)})
+                  .ok());
+  EXPECT_EQ(Metric("weft_controller_health_rule_firings_total", {{"rule", "pingmesh_nic"}}), 1);
+  Run(5, 0.01);
+  const weft::v1::NodeStatus drained = Node();
+  ASSERT_EQ(drained.state(), weft::v1::NODE_STATE_DRAINED);
+  EXPECT_EQ(drained.drain_reason(),
+            "auto: pingmesh_nic on n1/mlx5_1: every probe of n1/mlx5_1 lost while its "
+            "ToR's peers answer (DEGRADED for 5s)");
+  EXPECT_EQ(Metric("weft_controller_health_findings", {{"rule", "pingmesh_nic"}}), 1);
+
+  // Cleared by its source: HEALTHY after recover_after (10 s), then undrained.
+  ASSERT_TRUE(inventory_->SetExternalFindings("n1", "pingmesh", {}).ok());
+  EXPECT_EQ(Node().findings_size(), 0);
+  Run(11, 0.01);
+  EXPECT_EQ(Node().health(), weft::v1::NODE_STATE_HEALTHY);
+  EXPECT_EQ(Metric("weft_controller_health_findings", {{"rule", "pingmesh_nic"}}), 0);
+}
+
+TEST_F(InventoryHealthTest, ExternalFindingsOfAnUnknownNodeAreRefused) {
+  const absl::Status status =
+      inventory_->SetExternalFindings("nope", "pingmesh", {PingmeshNicFinding(clock_.Now())});
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("nope"));
+  EXPECT_EQ(Node().findings_size(), 0);
 }
 
 TEST_F(InventoryHealthTest, NeverUndoesAnOperatorDrain) {

@@ -60,6 +60,7 @@ PingmeshManagerOptions PingmeshManagerOptions::FromConfig(const weft::v1::Pingme
   // trip.
   options.lateness = options.timeout + telemetry_interval + telemetry_interval / 2;
   if (config.tor_uplinks() > 0) options.tor_uplinks = static_cast<int>(config.tor_uplinks());
+  options.degrade_blamed_nodes = config.degrade_blamed_nodes();
   options.pinglist.traffic_class = static_cast<uint8_t>(config.dscp());
   if (config.gray_loss_rate() > 0) options.pinglist.gray_loss_rate = config.gray_loss_rate();
   if (config.gray_detect_s() > 0) options.pinglist.gray_detect_s = config.gray_detect_s();
@@ -96,13 +97,14 @@ absl::Status PingmeshManager::ValidateOptions(const PingmeshManagerOptions& opti
 
 PingmeshManager::PingmeshManager(const Clock* clock, FleetSource fleet, Sender send,
                                  EventLog* events, PingmeshMetrics* metrics,
-                                 PingmeshManagerOptions options)
+                                 PingmeshManagerOptions options, FindingsSink findings)
     : clock_(clock),
       fleet_source_(std::move(fleet)),
       send_(std::move(send)),
       events_(events),
       metrics_(metrics),
       options_(std::move(options)),
+      findings_sink_(std::move(findings)),
       localiser_(&resolver_, options_.localiser) {
   // ValidateOptions checked them.
   resolver_.SetSwitches(options_.switches).IgnoreError();
@@ -289,6 +291,7 @@ void PingmeshManager::Tick() {
   const absl::Time now = clock_->Now();
   Messages to_send;
   std::vector<std::unique_ptr<Check>> finished;
+  NodeFindings findings;
   {
     absl::MutexLock lock(&mu_);
     if (now >= next_replan_) {
@@ -327,8 +330,10 @@ void PingmeshManager::Tick() {
     for (auto& [start, windows] : due) {
       JudgeWindowLocked(start, std::move(windows), &finished, &to_send);
     }
+    findings = FindingChangesLocked();
   }
   Send(std::move(to_send));
+  for (auto& [node, node_findings] : findings) findings_sink_(node, std::move(node_findings));
   for (std::unique_ptr<Check>& check : finished) check->done(std::move(check->answer));
 }
 
@@ -341,6 +346,27 @@ void PingmeshManager::Send(Messages messages) {
       WEFT_LOG(DEBUG) << "pinglist not sent node=" << node << " error=\"" << sent.message() << "\"";
     }
   }
+}
+
+PingmeshManager::NodeFindings PingmeshManager::FindingChangesLocked() {
+  NodeFindings changes;
+  if (!options_.degrade_blamed_nodes || !findings_sink_) return changes;
+  std::vector<weft::v1::PingmeshVerdict> verdicts;
+  for (const pingmesh::Verdict& verdict : localiser_.ActiveVerdicts()) {
+    verdicts.push_back(ToProto(verdict));
+  }
+  std::map<std::string, std::vector<Finding>> current = FindingsByNode(verdicts);
+  for (const auto& [node, findings] : published_findings_) {
+    if (current.count(node) == 0) changes.emplace_back(node, std::vector<Finding>());
+  }
+  for (const auto& [node, findings] : current) {
+    auto it = published_findings_.find(node);
+    if (it == published_findings_.end() || !SameFindings(it->second, findings)) {
+      changes.emplace_back(node, findings);
+    }
+  }
+  published_findings_ = std::move(current);
+  return changes;
 }
 
 weft::v1::ControllerMessage PingmeshManager::StampLocked(weft::v1::Pinglist list, absl::Time now) {

@@ -7,9 +7,12 @@
 //   - judges: the agents' probe windows (TelemetryBatch.probe_windows) are bucketed by
 //     their window; once a window's end is `lateness` in the past (the agent's probe
 //     timeout plus a telemetry interval, so every report of it has come) it goes to the
-//     localiser (pingmesh/localiser.h) over the topology (pingmesh/two_tier_resolver.h),
+//     localiser (pingmesh/localiser.h) over the topology and the traces
+//     (pingmesh/traced_resolver.h),
 //     and each verdict raised or cleared becomes an event (RULE_FIRED / RULE_CLEARED with
-//     rule "pingmesh_<kind>") and a metric;
+//     rule "pingmesh_<kind>") and a metric; with `degrade_blamed_nodes`, the findings
+//     the verdicts make against nodes (controller/pingmesh/verdict_findings.h) go to the
+//     findings sink (Inventory::SetExternalFindings) whenever a node's set changes;
 //   - pins paths: the agents' traceroutes of their flows (TelemetryBatch.probe_traces) go
 //     to the resolver (pingmesh/traced_resolver.h, with PingmeshConfig.switches), and a
 //     stream whose traced path changed is resolved again by the localiser, so a lossy
@@ -20,7 +23,8 @@
 //
 // Thread-safe. OnStreamAttached and OnProbeWindows run on the agent stream reactors and
 // only take a short lock; the localiser runs on the ticker under its own lock. Lock
-// order: mu_, then inbox_mu_ or traces_mu_; the sender (the agent service) is called with neither held.
+// order: mu_, then inbox_mu_ or traces_mu_; the sender (the agent service) and the
+// findings sink are called with neither held.
 #ifndef WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
 #define WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
 
@@ -42,6 +46,7 @@
 #include "controller/inventory/event_log.h"
 #include "controller/pingmesh/fleet.h"
 #include "controller/pingmesh/pingmesh_metrics.h"
+#include "controller/pingmesh/verdict_findings.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "pingmesh/localiser.h"
 #include "pingmesh/pinglist.h"
@@ -62,6 +67,8 @@ struct PingmeshManagerOptions {
   absl::Duration lateness = absl::Milliseconds(2500);
   absl::Duration replan_interval = absl::Seconds(5);
   int tor_uplinks = 8;
+  // Verdicts against a host, a NIC or a NIC's cable go to the findings sink.
+  bool degrade_blamed_nodes = true;
   absl::Duration matrix_period = absl::Seconds(10);
   pingmesh::PinglistOptions pinglist;
   pingmesh::LocaliserOptions localiser;
@@ -80,13 +87,17 @@ class PingmeshManager {
   // Queues a message on a node's agent stream (AgentServiceImpl::SendToNode).
   using Sender =
       std::function<absl::Status(const std::string& node, weft::v1::ControllerMessage message)>;
+  // Replaces what pingmesh finds against `node` (empty: nothing any more).
+  using FindingsSink = std::function<void(const std::string& node, std::vector<Finding> findings)>;
 
   // INVALID_ARGUMENT for options the localiser or the pinglists refuse, naming the field.
   static absl::Status ValidateOptions(const PingmeshManagerOptions& options);
 
   // `clock`, `events` and `metrics` outlive the manager; `options` passed ValidateOptions.
+  // `findings` may be empty (no sink).
   PingmeshManager(const Clock* clock, FleetSource fleet, Sender send, EventLog* events,
-                  PingmeshMetrics* metrics, PingmeshManagerOptions options);
+                  PingmeshMetrics* metrics, PingmeshManagerOptions options,
+                  FindingsSink findings = nullptr);
 
   PingmeshManager(const PingmeshManager&) = delete;
   PingmeshManager& operator=(const PingmeshManager&) = delete;
@@ -154,6 +165,7 @@ class PingmeshManager {
     weft::v1::CheckResponse answer;  // set when it ends
   };
   using Messages = std::vector<std::pair<std::string, weft::v1::ControllerMessage>>;
+  using NodeFindings = std::vector<std::pair<std::string, std::vector<Finding>>>;
 
   static constexpr size_t kMaxQueuedTraces = 65536;
 
@@ -174,6 +186,8 @@ class PingmeshManager {
   weft::v1::ControllerMessage StampLocked(weft::v1::Pinglist list, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Send(Messages messages);
+  // The nodes whose findings changed since the last call, with their new findings.
+  NodeFindings FindingChangesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   weft::v1::PingmeshVerdict ToProto(const pingmesh::Verdict& verdict) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void RecordVerdict(const weft::v1::PingmeshVerdict& verdict, bool raised,
@@ -187,6 +201,7 @@ class PingmeshManager {
   EventLog* const events_;
   PingmeshMetrics* const metrics_;
   const PingmeshManagerOptions options_;
+  const FindingsSink findings_sink_;
 
   mutable absl::Mutex mu_ ABSL_ACQUIRED_BEFORE(inbox_mu_);
   Fleet fleet_ ABSL_GUARDED_BY(mu_);
@@ -211,6 +226,8 @@ class PingmeshManager {
   std::vector<std::unique_ptr<Check>> checks_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Check*> checking_ ABSL_GUARDED_BY(mu_);  // node → its check
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // CancelChecks ran: no new checks
+  // What the findings sink was last given, by node (nodes with none are absent).
+  std::map<std::string, std::vector<Finding>> published_findings_ ABSL_GUARDED_BY(mu_);
 
   mutable absl::Mutex inbox_mu_;
   // Windows not judged yet, by their start (µs since the Unix epoch).

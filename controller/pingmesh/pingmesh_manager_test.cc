@@ -69,7 +69,11 @@ class PingmeshManagerTest : public ::testing::Test {
           lists_[node] = message.pinglist();
           return absl::OkStatus();
         },
-        &events_, &metrics_, options);
+        &events_, &metrics_, options,
+        [this](const std::string& node, std::vector<Finding> findings) {
+          findings_[node] = std::move(findings);
+          ++findings_calls_;
+        });
   }
 
   // Every planned stream reports window [start, start + kWindow); streams to or from
@@ -129,6 +133,8 @@ class PingmeshManagerTest : public ::testing::Test {
   absl::flat_hash_set<std::string> offline_;
   std::vector<std::pair<std::string, weft::v1::Pinglist>> sent_;
   std::map<std::string, weft::v1::Pinglist> lists_;
+  std::map<std::string, std::vector<Finding>> findings_;  // the sink's latest, by node
+  int findings_calls_ = 0;
   EventLog events_{1000};
   prometheus::Registry registry_;
   PingmeshMetrics metrics_{registry_};
@@ -194,6 +200,14 @@ TEST_F(PingmeshManagerTest, ADeadNicIsBlamedClearedAndSentAsEvents) {
   EXPECT_EQ(events[0].kind(), weft::v1::EVENT_KIND_RULE_FIRED);
   EXPECT_EQ(events[0].node(), "a3");
   EXPECT_EQ(events[0].finding().rule(), absl::StrCat("pingmesh_", verdict.kind()));
+  // The node gets a health finding, once, while the verdict holds.
+  ASSERT_THAT(findings_, SizeIs(1));
+  ASSERT_THAT(findings_["a3"], SizeIs(1));
+  EXPECT_EQ(HealthRuleName(findings_["a3"][0].rule), events[0].finding().rule());
+  EXPECT_EQ(findings_["a3"][0].device, verdict.component());
+  const int calls = findings_calls_;
+  Run(4, "a3/mlx5_1");
+  EXPECT_EQ(findings_calls_, calls);
 
   // The NIC comes back: the verdict clears after the localiser's hysteresis.
   Run(60);
@@ -201,6 +215,8 @@ TEST_F(PingmeshManagerTest, ADeadNicIsBlamedClearedAndSentAsEvents) {
   events = Events();
   ASSERT_THAT(events, SizeIs(2));
   EXPECT_EQ(events[1].kind(), weft::v1::EVENT_KIND_RULE_CLEARED);
+  EXPECT_THAT(findings_["a3"], IsEmpty());
+  EXPECT_EQ(findings_calls_, calls + 1);
 }
 
 TEST_F(PingmeshManagerTest, LateAndUnknownWindowsAreCountedNotJudged) {

@@ -130,11 +130,20 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                        return agent_service_.SendToNode(node, std::move(message));
                      }),
       pingmesh_metrics_(*registry_),
-      pingmesh_(clock_, [this] { return inventory_.ListNodes(); },
+      pingmesh_(clock_, [this] { return inventory_.ListNodeIdentities(); },
                 [this](const std::string& node, weft::v1::ControllerMessage message) {
                   return agent_service_.SendToNode(node, std::move(message));
                 },
-                &inventory_.events(), &pingmesh_metrics_, PingmeshOptions(config_)),
+                &inventory_.events(), &pingmesh_metrics_, PingmeshOptions(config_),
+                [this](const std::string& node, std::vector<Finding> findings) {
+                  // A node that left the inventory has nothing to degrade.
+                  if (absl::Status set = inventory_.SetExternalFindings(node, "pingmesh",
+                                                                        std::move(findings));
+                      !set.ok()) {
+                    WEFT_LOG(DEBUG) << "pingmesh findings not kept node=" << node
+                                    << " error=\"" << set.message() << "\"";
+                  }
+                }),
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
                                          security::TlsEnabled(config_.tls())},
@@ -146,7 +155,11 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                                   CongestionScale::FromThresholds(
                                       InventoryOptions::FromConfig(config_).health)},
                  &placement_metrics_, store_),
-      placement_service_(&placement_, &pingmesh_),
+      placement_service_(&placement_,
+                         [this](const weft::v1::CheckRequest& request,
+                                PrecheckedPlacement::CheckDone done) {
+                           return pingmesh_.StartCheck(request, std::move(done));
+                         }),
       rollout_store_(MakeRolloutStore(store_)),
       rollouts_(&inventory_, &desired_state_, rollout_store_.get(), &rollout_metrics_, clock_),
       rollout_service_(&rollouts_),
