@@ -7,8 +7,26 @@
 
 namespace weft::agent::probe {
 
-PathTracer::PathTracer(TraceTransport* transport, const Clock* clock, PathTracerOptions options)
-    : transport_(transport), clock_(clock), options_(std::move(options)) {}
+namespace {
+
+prometheus::Family<prometheus::Counter>& TracesFamily(prometheus::Registry* registry) {
+  return prometheus::BuildCounter()
+      .Name("weft_agent_probe_traces_total")
+      .Help("Traceroutes of probe flows: reached (the peer answered), incomplete (timed "
+            "out before), send_error (not sent)")
+      .Register(*registry);
+}
+
+}  // namespace
+
+PathTracer::PathTracer(TraceTransport* transport, const Clock* clock, PathTracerOptions options,
+                       prometheus::Registry* registry, const std::string& node_name)
+    : transport_(transport),
+      clock_(clock),
+      options_(std::move(options)),
+      reached_(TracesFamily(registry).Add({{"node", node_name}, {"result", "reached"}})),
+      incomplete_(TracesFamily(registry).Add({{"node", node_name}, {"result", "incomplete"}})),
+      send_errors_(TracesFamily(registry).Add({{"node", node_name}, {"result", "send_error"}})) {}
 
 PathTracer::~PathTracer() { Stop(); }
 
@@ -84,6 +102,7 @@ void PathTracer::FinishLocked(Running& trace, absl::Time now) {
   }
   for (size_t i = 0; i < hops; ++i) out.add_hops(trace.routers[i]);
   out.set_reached(trace.reached_ttl > 0);
+  (trace.reached_ttl > 0 ? reached_ : incomplete_).Increment();
   out.set_traced_at_us(absl::ToUnixMicros(now));
   done_.push_back(std::move(out));
   while (done_.size() > options_.max_pending) done_.pop_front();
@@ -136,6 +155,7 @@ void PathTracer::Tick(absl::Time now) {
     for (int ttl = 1; ttl <= options_.max_hops; ++ttl) {
       absl::Status sent = transport_->SendTrace(*due, token, ttl);
       if (!sent.ok()) {
+        send_errors_.Increment();
         WEFT_LOG(WARNING) << "traceroute not sent flow=\"" << due->ToString() << "\" ttl=" << ttl
                           << " error=\"" << sent.message() << "\"";
         break;

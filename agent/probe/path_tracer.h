@@ -14,6 +14,9 @@
 // and gentle on routers' ICMP rate limits. RDMA UD flows are not traced (their 5-tuple
 // is the NIC's, not a socket's).
 //
+// Metrics (on the injected registry, labels node and result):
+//   weft_agent_probe_traces_total{result="reached"|"incomplete"|"send_error"}
+//
 // Time: only Tick's `now` (tests step it); Start runs a thread ticking on the injected
 // Clock every 50 ms.
 //
@@ -34,6 +37,8 @@
 #include "agent/probe/probe_transport.h"
 #include "agent/probe/trace_transport.h"
 #include "common/clock.h"
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
 #include "proto/weft/v1/probe.pb.h"
 
 namespace weft::agent::probe {
@@ -54,8 +59,9 @@ struct PathTracerOptions {
 
 class PathTracer {
  public:
-  // `transport` and `clock` outlive the tracer.
-  PathTracer(TraceTransport* transport, const Clock* clock, PathTracerOptions options);
+  // `transport`, `clock` and `registry` outlive the tracer.
+  PathTracer(TraceTransport* transport, const Clock* clock, PathTracerOptions options,
+             prometheus::Registry* registry, const std::string& node_name);
   ~PathTracer();  // Stop()s
 
   PathTracer(const PathTracer&) = delete;
@@ -94,6 +100,9 @@ class PathTracer {
   TraceTransport* const transport_;
   const Clock* const clock_;
   const PathTracerOptions options_;
+  prometheus::Counter& reached_;
+  prometheus::Counter& incomplete_;
+  prometheus::Counter& send_errors_;
 
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

@@ -6,8 +6,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/fake_clock.h"
+#include "common/testing/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 
 namespace weft::agent::probe {
 namespace {
@@ -72,11 +74,12 @@ class PathTracerTest : public ::testing::Test {
   }
   FakeTraceTransport transport_;
   FakeClock clock_;
+  prometheus::Registry registry_;
   PathTracerOptions options_;
 };
 
 TEST_F(PathTracerTest, TracesEachUdpFlowAtTheRateAndReportsTheHopsInOrder) {
-  PathTracer tracer(&transport_, &clock_, options_);
+  PathTracer tracer(&transport_, &clock_, options_, &registry_, "gpu-a01");
   tracer.SetFlows({Flow(49152), Flow(49153), Flow(49154, weft::v1::PROBE_TRANSPORT_RDMA_UD)});
   absl::Time now = clock_.Now();
   tracer.Tick(now);
@@ -128,10 +131,17 @@ TEST_F(PathTracerTest, TracesEachUdpFlowAtTheRateAndReportsTheHopsInOrder) {
   ASSERT_THAT(sent, SizeIs(6));
   EXPECT_EQ(sent[0].flow.source_port, 49152);
   EXPECT_EQ(tracer.traces_started(), 3u);
+  auto count = [&](const char* result) {
+    return MetricValue(registry_, "weft_agent_probe_traces_total",
+                       {{"node", "gpu-a01"}, {"result", result}});
+  };
+  EXPECT_EQ(count("reached"), 1);
+  EXPECT_EQ(count("incomplete"), 1);
+  EXPECT_EQ(count("send_error"), 0);
 }
 
 TEST_F(PathTracerTest, ANewPinglistTracesAgainAndDropsTracesOfFlowsGone) {
-  PathTracer tracer(&transport_, &clock_, options_);
+  PathTracer tracer(&transport_, &clock_, options_, &registry_, "gpu-a01");
   tracer.SetFlows({Flow(49152)});
   absl::Time now = clock_.Now();
   tracer.Tick(now);
@@ -148,7 +158,7 @@ TEST_F(PathTracerTest, ANewPinglistTracesAgainAndDropsTracesOfFlowsGone) {
 TEST_F(PathTracerTest, AFlowThatLosesIsTracedAgainSoonButNotTwiceWithinMinRetrace) {
   options_.interval = absl::Minutes(5);
   options_.min_retrace = absl::Seconds(10);
-  PathTracer tracer(&transport_, &clock_, options_);
+  PathTracer tracer(&transport_, &clock_, options_, &registry_, "gpu-a01");
   tracer.SetFlows({Flow(49152), Flow(49153)});
   absl::Time now = clock_.Now();
   tracer.Tick(now);
@@ -177,7 +187,7 @@ TEST_F(PathTracerTest, AFlowThatLosesIsTracedAgainSoonButNotTwiceWithinMinRetrac
 }
 
 TEST_F(PathTracerTest, StartTicksOnTheClock) {
-  PathTracer tracer(&transport_, &clock_, options_);
+  PathTracer tracer(&transport_, &clock_, options_, &registry_, "gpu-a01");
   tracer.SetFlows({Flow(49152)});
   tracer.Start();
   ASSERT_TRUE(clock_.AwaitWaiters(1));

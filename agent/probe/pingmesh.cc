@@ -137,7 +137,7 @@ void Pingmesh::Start(const std::vector<weft::v1::Nic>& nics) {
     trace.traces_per_second = config_.traces_per_second();
     trace.interval = absl::Seconds(config_.trace_interval_s());
     if (config_.trace_max_hops() > 0) trace.max_hops = static_cast<int>(config_.trace_max_hops());
-    tracer_ = std::make_unique<PathTracer>(udp_.get(), clock_, trace);
+    tracer_ = std::make_unique<PathTracer>(udp_.get(), clock_, trace, registry_, node_name_);
     tracer_->Start();
   }
   WEFT_LOG(INFO) << "pingmesh prober ready node=" << node_name_
