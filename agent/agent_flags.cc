@@ -40,6 +40,22 @@ absl::Status ApplyAgentFlags(const AgentFlagOverrides& flags, weft::v1::AgentCon
   if (flags.lldp) config->set_lldp(*flags.lldp);
   if (flags.tunables_dry_run) config->set_tunables_dry_run(*flags.tunables_dry_run);
   if (flags.job_socket) config->set_job_socket(*flags.job_socket);
+  if (flags.probe_port) config->mutable_probe()->set_udp_port(*flags.probe_port);
+  if (flags.nic_ipv4) {
+    google::protobuf::RepeatedPtrField<std::string>* addresses = nullptr;
+    if (config->backend() == "simulated") addresses = config->mutable_simulated()->mutable_nic_ipv4();
+    if (config->backend() == "fabric") addresses = config->mutable_fabric()->mutable_nic_ipv4();
+    if (addresses == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "flag --nic_ipv4: backend '", config->backend(),
+          "' reads its NICs' addresses from the NICs; accepted only with --backend simulated "
+          "or fabric"));
+    }
+    addresses->Clear();
+    for (absl::string_view address : absl::StrSplit(*flags.nic_ipv4, ',', absl::SkipWhitespace())) {
+      addresses->Add(std::string(absl::StripAsciiWhitespace(address)));
+    }
+  }
   weft::v1::SimulatedBackendConfig* sim = config->mutable_simulated();
   if (flags.nics) sim->set_nics(*flags.nics);
   if (flags.gpus) sim->set_gpus(*flags.gpus);

@@ -16,6 +16,10 @@
 //   --fault_delay_ms N                    simulated faults start N ms after agent start
 //   --dry-run                             desired QoS/DCQCN state: compare, never write
 //   --job_socket PATH|off                 Unix socket serving local jobs
+//   --probe_port N                        pingmesh responder's UDP port (probe.udp_port;
+//                                         0: no probing); one per agent on a shared host
+//   --nic_ipv4 A[,A...]                   the NICs' IPv4 addresses (simulated.nic_ipv4 or
+//                                         fabric.nic_ipv4, by backend; replaces the list)
 //
 // Pure functions: thread-safe.
 #ifndef WEFT_AGENT_AGENT_FLAGS_H_
@@ -53,6 +57,8 @@ struct AgentFlagOverrides {
   std::optional<uint32_t> fault_delay_ms;
   std::optional<bool> tunables_dry_run;
   std::optional<std::string> job_socket;
+  std::optional<uint32_t> probe_port;
+  std::optional<std::string> nic_ipv4;  // comma-separated
 };
 
 // "pfc_storm", "link_down", "retransmits", "dead", "reject_tunables" (case-insensitive, with or without

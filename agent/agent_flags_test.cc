@@ -47,6 +47,29 @@ TEST(ApplyAgentFlagsTest, FabricFlagsSelectTheTwinAndKeepRackAndPod) {
   EXPECT_EQ(config.fabric().address(), "10.0.0.9:7450") << "the file's address stays";
 }
 
+TEST(ApplyAgentFlagsTest, ProbePortAndNicAddressesLandWhereTheBackendReadsThem) {
+  weft::v1::AgentConfig config;
+  config.set_backend("fabric");
+  config.mutable_probe()->set_udp_port(7412);
+  config.mutable_fabric()->add_nic_ipv4("127.0.9.9");
+  AgentFlagOverrides flags;
+  flags.probe_port = 7703;
+  flags.nic_ipv4 = "127.0.1.1, 127.0.1.2";
+  ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
+  EXPECT_EQ(config.probe().udp_port(), 7703u);
+  EXPECT_THAT(config.fabric().nic_ipv4(), ElementsAre("127.0.1.1", "127.0.1.2"));
+  EXPECT_TRUE(config.simulated().nic_ipv4().empty());
+
+  flags.backend = "simulated";
+  ASSERT_TRUE(ApplyAgentFlags(flags, &config).ok());
+  EXPECT_THAT(config.simulated().nic_ipv4(), ElementsAre("127.0.1.1", "127.0.1.2"));
+
+  flags.backend = "linux";
+  EXPECT_EQ(ApplyAgentFlags(flags, &config).message(),
+            "flag --nic_ipv4: backend 'linux' reads its NICs' addresses from the NICs; "
+            "accepted only with --backend simulated or fabric");
+}
+
 TEST(ApplyAgentFlagsTest, SetFlagsOverrideTheFileAndUnsetOnesLeaveIt) {
   weft::v1::AgentConfig config;
   config.set_node_name("from-file");

@@ -1,5 +1,10 @@
 #include "agent/backend_factory.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/fabric_backend.h"
@@ -31,6 +36,14 @@ absl::StatusOr<std::unique_ptr<NicBackend>> MakeFabricBackend(const weft::v1::Ag
   options.node = config.node_name();
   options.rack = config.rack();
   options.pod = config.pod();
+  for (const std::string& given : config.fabric().nic_ipv4()) {
+    in_addr address{};
+    if (inet_pton(AF_INET, given.c_str(), &address) != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fabric.nic_ipv4: '", given, "' is not a dotted IPv4 address"));
+    }
+    options.nic_ipv4.push_back(ntohl(address.s_addr));
+  }
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   return std::unique_ptr<NicBackend>(std::make_unique<FabricNicBackend>(

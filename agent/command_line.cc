@@ -45,6 +45,12 @@ ABSL_FLAG(std::optional<std::string>, tls_ca, std::nullopt,
           "CA of the controller's certificate, PEM (overrides tls.ca_file)");
 ABSL_FLAG(std::optional<std::string>, job_socket, std::nullopt,
           "Unix socket serving local jobs (JobService), or off (overrides job_socket)");
+ABSL_FLAG(std::optional<uint32_t>, probe_port, std::nullopt,
+          "pingmesh responder's UDP port, 0: no probing (overrides probe.udp_port); agents "
+          "sharing a host each need their own");
+ABSL_FLAG(std::optional<std::string>, nic_ipv4, std::nullopt,
+          "simulated and fabric backends: the NICs' IPv4 addresses, comma-separated, NIC i "
+          "the i-th (overrides simulated.nic_ipv4 / fabric.nic_ipv4)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 
 namespace weft::agent {
@@ -87,6 +93,8 @@ AgentCommandLine ParseAgentCommandLine(int argc, char** argv) {
   flags.lldp = absl::GetFlag(FLAGS_lldp);
   if (absl::GetFlag(FLAGS_dry_run)) flags.tunables_dry_run = true;
   flags.job_socket = absl::GetFlag(FLAGS_job_socket);
+  flags.probe_port = absl::GetFlag(FLAGS_probe_port);
+  flags.nic_ipv4 = absl::GetFlag(FLAGS_nic_ipv4);
   return line;
 }
 

@@ -8,6 +8,7 @@
 #include "agent/host_counters.h"
 #include "agent/tunables/tunable_params.h"
 #include "grpcpp/client_context.h"
+#include "rdma/verbs.h"
 
 namespace weft::agent {
 namespace {
@@ -163,6 +164,14 @@ absl::StatusOr<NodeInventory> FabricNicBackend::Discover() {
   tunables_.clear();
   for (const weft::v1::FabricNic& nic : node->nics()) {
     inventory.nics.push_back(nic.nic());
+    if (inventory.nics.size() <= options_.nic_ipv4.size()) {
+      const std::string given =
+          rdma::Gid::FromIpv4(options_.nic_ipv4[inventory.nics.size() - 1]).ToString();
+      for (weft::v1::GidEntry& gid : *inventory.nics.back().mutable_gids()) {
+        absl::StatusOr<rdma::Gid> parsed = rdma::Gid::Parse(gid.gid());
+        if (parsed.ok() && parsed->IsIpv4Mapped()) gid.set_gid(given);
+      }
+    }
     devices_.push_back(nic.nic().device());
     // As on a real node, QoS and DCQCN are Ethernet settings: none on another link layer.
     if (!IsRoceLinkLayer(nic.nic().link_layer())) continue;

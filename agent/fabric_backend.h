@@ -28,6 +28,7 @@
 #ifndef WEFT_AGENT_FABRIC_BACKEND_H_
 #define WEFT_AGENT_FABRIC_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,10 @@ struct FabricBackendOptions {
   std::string rack;
   std::string pod;
   absl::Duration rpc_timeout = absl::Seconds(5);
+  // IPv4 addresses (host byte order) that replace the twin's in the IPv4-mapped GIDs of
+  // the twin's NICs, NIC i the i-th (FabricBackendConfig.nic_ipv4): pingmesh probes
+  // them for real. NICs past the list keep the twin's address.
+  std::vector<uint32_t> nic_ipv4;
 };
 
 // One twin NIC's QoS and DCQCN tunables. `fabric` must outlive it.

@@ -106,6 +106,36 @@ TEST_F(FabricBackendTest, DiscoversTheTwinsNicsAndGpus) {
   EXPECT_EQ(backend->Tunables()[1]->device(), "mlx5_1");
 }
 
+TEST_F(FabricBackendTest, GivenNicAddressesReplaceTheTwinsInTheIpv4MappedGids) {
+  weft::v1::ReadNodeResponse node = TwinNode();
+  for (weft::v1::FabricNic& nic : *node.mutable_nics()) {
+    weft::v1::GidEntry* link_local = nic.mutable_nic()->add_gids();
+    link_local->set_gid("fe80:0000:0000:0000:0000:0000:0a00:0001");
+    link_local->set_type(weft::v1::GID_TYPE_ROCE_V2);
+    weft::v1::GidEntry* mapped = nic.mutable_nic()->add_gids();
+    mapped->set_index(1);
+    mapped->set_gid("0000:0000:0000:0000:0000:ffff:0a00:0001");
+    mapped->set_type(weft::v1::GID_TYPE_ROCE_V2);
+  }
+  twin_.service().set_node(node);
+  FabricBackendOptions options;
+  options.address = twin_.address();
+  options.node = kNode;
+  options.nic_ipv4 = {0x7f000102};  // 127.0.1.2 for mlx5_0 only
+  FabricNicBackend backend(
+      options,
+      weft::v1::FabricService::NewStub(
+          grpc::CreateChannel(twin_.address(), grpc::InsecureChannelCredentials())),
+      &clock_);
+  absl::StatusOr<NodeInventory> inventory = backend.Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_EQ(inventory->nics.size(), 2u);
+  EXPECT_EQ(inventory->nics[0].gids(0).gid(), "fe80:0000:0000:0000:0000:0000:0a00:0001");
+  EXPECT_EQ(inventory->nics[0].gids(1).gid(), "0000:0000:0000:0000:0000:ffff:7f00:0102");
+  EXPECT_EQ(inventory->nics[1].gids(1).gid(), "0000:0000:0000:0000:0000:ffff:0a00:0001")
+      << "past the list: the twin's address";
+}
+
 TEST_F(FabricBackendTest, CountersMapLikeTheLinuxBackend) {
   auto backend = Backend();
   absl::StatusOr<std::vector<RawNicReading>> readings = backend->ReadCounters();

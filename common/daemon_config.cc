@@ -294,13 +294,19 @@ absl::Status ValidateAgentConfig(const weft::v1::AgentConfig& config) {
                      "0.0.0.0, ::, or an IPv4 or IPv6 address of this node");
     }
   }
-  for (int i = 0; i < config.simulated().nic_ipv4_size(); ++i) {
-    in_addr parsed{};
-    const std::string& address = config.simulated().nic_ipv4(i);
-    if (inet_pton(AF_INET, address.c_str(), &parsed) != 1) {
-      return Invalid(kAgentContext, absl::StrCat("simulated.nic_ipv4[", i, "]"),
-                     absl::StrCat("value '", address, "' is not a dotted IPv4 address"),
-                     "IPv4 addresses such as 127.0.1.1, one per simulated NIC");
+  const std::pair<absl::string_view, const google::protobuf::RepeatedPtrField<std::string>*>
+      nic_addresses[] = {{"simulated", &config.simulated().nic_ipv4()},
+                         {"fabric", &config.fabric().nic_ipv4()}};
+  for (const auto& [backend, addresses] : nic_addresses) {
+    for (int i = 0; i < addresses->size(); ++i) {
+      in_addr parsed{};
+      const std::string& address = addresses->Get(i);
+      if (inet_pton(AF_INET, address.c_str(), &parsed) != 1) {
+        return Invalid(kAgentContext, absl::StrCat(backend, ".nic_ipv4[", i, "]"),
+                       absl::StrCat("value '", address, "' is not a dotted IPv4 address"),
+                       absl::StrCat("IPv4 addresses such as 127.0.1.1, one per ", backend,
+                                    " NIC"));
+      }
     }
   }
   const weft::v1::ReconnectConfig& reconnect = config.reconnect();

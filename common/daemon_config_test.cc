@@ -279,6 +279,10 @@ TEST(DaemonConfigTest, SimulatedNicAddressesMustBeDottedIpv4) {
             "IPv4 address; accepted: IPv4 addresses such as 127.0.1.1, one per simulated NIC");
   config.mutable_simulated()->set_nic_ipv4(1, "127.0.1.2");
   EXPECT_TRUE(ValidateAgentConfig(config).ok());
+  config.mutable_fabric()->add_nic_ipv4("gpu-a01");
+  EXPECT_EQ(ValidateAgentConfig(config).message(),
+            "agent config: field 'fabric.nic_ipv4[0]': value 'gpu-a01' is not a dotted "
+            "IPv4 address; accepted: IPv4 addresses such as 127.0.1.1, one per fabric NIC");
 }
 
 TEST(DaemonConfigTest, AgentProbeLimits) {

@@ -151,6 +151,15 @@ Subprocess& Cluster::StartAgent(const AgentOptions& options) {
   } else {
     argv.insert(argv.end(), {"--health", "off"});
   }
+  if (!has_flag("--config") && !has_flag("--probe_port")) {
+    const int probe_port = options.probe ? FreePort() : 0;
+    argv.push_back(absl::StrCat("--probe_port=", probe_port));
+    std::vector<std::string> nic_ipv4;
+    for (int i = 0; options.probe && i < options.nics; ++i) {
+      nic_ipv4.push_back(absl::StrCat("127.", probe_port / 256, ".", probe_port % 256, ".", i + 1));
+    }
+    if (!nic_ipv4.empty()) argv.push_back(absl::StrCat("--nic_ipv4=", absl::StrJoin(nic_ipv4, ",")));
+  }
   argv.push_back(absl::StrCat("--interval_ms=", options.interval_ms));
   argv.push_back(absl::StrCat("--nics=", options.nics));
   if (options.gpus.has_value()) argv.push_back(absl::StrCat("--gpus=", *options.gpus));

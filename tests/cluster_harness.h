@@ -69,6 +69,12 @@ struct AgentOptions {
   std::vector<std::string> flags;
   // Run through this command (e.g. {"/usr/sbin/ip", "netns", "exec", NS}).
   std::vector<std::string> wrapper;
+  // Pingmesh: the agent answers probes on a free UDP port of its own, and its simulated
+  // NICs take loopback addresses of their own (127.<port / 256>.<port % 256>.<NIC + 1>),
+  // so the controller's pinglists make the agents probe each other for real. Off
+  // (--probe_port 0): agents on the default port would collide, only the first one to
+  // bind answering. Left to the test when `flags` has --config or --probe_port.
+  bool probe = false;
 };
 
 class Cluster {

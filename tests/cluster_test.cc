@@ -2,7 +2,11 @@
 // (simulated NIC backend) talking gRPC on loopback, ports chosen free at run time.
 // Observed through the AdminService, the gRPC health service, weftctl and /metrics,
 // the way an operator would.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -11,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
@@ -19,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.grpc.pb.h"
 #include "proto/weft/v1/admin.grpc.pb.h"
+#include "proto/weft/v1/pingmesh.pb.h"
 #include "tests/cluster_harness.h"
 #include "tests/subprocess.h"
 
@@ -219,6 +225,69 @@ TEST_F(ClusterTest, HealthServiceAndMetricsOnBothDaemons) {
   ASSERT_FALSE(metrics.empty()) << "no /metrics on " << cluster_.metrics_address();
   EXPECT_THAT(metrics, HasSubstr("weft_controller_nodes{state=\"healthy\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("weft_controller_telemetry_batches_total"));
+}
+
+// Agents sharing this host each answer probes on a port of their own (the harness's
+// probe option) and are all probed, for real; an agent given a port that something else
+// holds says so in its log and on its /metrics, and the controller leaves it out.
+TEST_F(ClusterTest, AgentsSharingAHostProbeEachOtherAndATakenProbePortIsSaid) {
+  for (const std::string node : {"gpu-a01", "gpu-a02", "gpu-b01"}) {
+    cluster_.StartAgent({.name = node,
+                         .rack = node == "gpu-b01" ? "rack-b" : "rack-a",
+                         .pod = "pod-1",
+                         .interval_ms = kIntervalMs,
+                         .probe = true});
+  }
+  const int held = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  socklen_t any_len = sizeof(any);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&any), &any_len), 0);
+  const std::string taken = absl::StrCat(ntohs(any.sin_port));
+  const std::string agent_metrics = absl::StrCat("127.0.0.1:", FreePort());
+  cluster_.StartAgent({.name = "gpu-b02",
+                       .rack = "rack-b",
+                       .pod = "pod-1",
+                       .interval_ms = kIntervalMs,
+                       .flags = {"--probe_port", taken, "--metrics", agent_metrics}});
+  ASSERT_TRUE(
+      cluster_.WaitForHealthy({"gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"}, absl::Seconds(20)));
+
+  weft::v1::PingmeshStatus status;
+  ASSERT_TRUE(weft::testing::WaitFor(
+      "three nodes probed, windows judged", absl::Seconds(30), [&](std::string* observed) {
+        CommandResult result = cluster_.Weftctl({"pingmesh", "status", "--output", "json"});
+        status.Clear();
+        if (result.exit_status != 0 ||
+            !google::protobuf::util::JsonStringToMessage(result.out, &status).ok()) {
+          *observed = result.out + result.err;
+          return false;
+        }
+        *observed = status.DebugString();
+        return status.probed_nodes() == 3 && status.windows_accepted() >= 100;
+      }));
+  // Answered probes: a healthy fleet, nothing blamed.
+  EXPECT_TRUE(status.verdicts().empty()) << status.DebugString();
+  EXPECT_THAT(absl::StrJoin(status.unprobed(), "\n"), HasSubstr("gpu-b02"));
+  CommandResult matrix = cluster_.Weftctl({"pingmesh", "matrix"});
+  EXPECT_THAT(matrix.out, HasSubstr("rack-b")) << matrix.err;
+
+  EXPECT_THAT(cluster_.agent("gpu-b02").Log(),
+              HasSubstr(absl::StrCat("pingmesh: NOT answering probes: cannot bind UDP port ",
+                                     taken)));
+  EXPECT_THAT(cluster_.agent("gpu-b02").Log(), HasSubstr("--probe_port"));
+  const std::string scraped =
+      RunCommand({"/usr/bin/curl", "-sf", absl::StrCat("http://", agent_metrics, "/metrics")},
+                 absl::Seconds(5))
+          .out;
+  EXPECT_EQ(weft::testing::SeriesValue(scraped, absl::StrCat("weft_agent_pingmesh_responder_up{"
+                                                             "node=\"gpu-b02\",port=\"",
+                                                             taken, "\"}")),
+            0)
+      << scraped;
+  close(held);
 }
 
 TEST_F(ClusterTest, AgentStopsCleanlyOnSigterm) {

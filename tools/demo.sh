@@ -55,12 +55,20 @@ echo "weft demo: gRPC is PLAINTEXT (--insecure), no TLS, no roles: for this loop
 # rm -rf .demo/state to start empty.
 # The demo drains a node 10 s after it turns sick (the default is off: an operator
 # chooses), and gives it back after 60 s clean.
+# Pingmesh probes for real over loopback UDP (below); 32 agents share this machine's
+# cores, so each node sends at most 200 probes/s instead of the default 1,000, and its
+# verdicts stay events and metrics: on a machine this loaded a node's host delay jumps
+# to milliseconds now and then, which pingmesh rightly calls a slow host, and the
+# demo's auto-drain would take a random node out of the story.
 cat >"$demo_dir/controller.yaml" <<'EOT'
 health:
   auto_drain:
     enabled: true
     after_ms: 10000
     undrain_after_clean_ms: 60000
+pingmesh:
+  max_probes_per_node_per_s: 200
+  degrade_blamed_nodes: false
 EOT
 "$bin/controller/weft-controller" --insecure --config "$demo_dir/controller.yaml" \
   --state_dir "$demo_dir/state" >"$demo_dir/logs/controller.log" 2>&1 &
@@ -74,15 +82,22 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+# Pingmesh on one host: every agent answers probes on its own UDP port (7700 + i; on a
+# shared port only the first would bind), and its 8 NICs take loopback addresses
+# 127.<rack>.<node>.<NIC + 1> in place of the twin's 10.x ones, so probes really travel.
 i=0
+r=0
 for rack in "${racks[@]}"; do
+  r=$((r + 1))
   pod=pod-1
   [[ "$rack" == c || "$rack" == d ]] && pod=pod-2
   for n in $(seq 1 $nodes_per_rack); do
     node=$(printf "gpu-%s%02d" "$rack" "$n")
+    nic_ipv4=$(seq -s, -f "127.$r.$n.%g" 1 8)
     args=(--insecure --node "$node" --rack "rack-$rack" --pod "$pod" --controller "$controller_addr"
           --metrics "127.0.0.1:$((7500 + i))" --health "127.0.0.1:$((7600 + i))"
-          --backend fabric --fabric "$fabric_addr")
+          --backend fabric --fabric "$fabric_addr"
+          --probe_port "$((7700 + i))" --nic_ipv4 "$nic_ipv4")
     "$bin/agent/weft-agent" "${args[@]}" >"$demo_dir/logs/$node.log" 2>&1 &
     pids+=($!)
     i=$((i + 1))
@@ -101,6 +116,13 @@ done
 
 # The jobs: placed once the nodes are up, then a few iterations to settle.
 sleep 8
+echo
+echo "weft demo: pingmesh, every node probing its peers over loopback UDP:"
+"${weftctl[@]}" pingmesh status 2>/dev/null | head -n 12 || true
+# An agent whose probe port something else holds goes on without pingmesh; say which.
+for log in $(grep -l "NOT answering probes" "$demo_dir"/logs/gpu-*.log 2>/dev/null); do
+  echo "weft demo: WARNING: $(basename "$log" .log) is not probed: $(grep -o 'cannot bind UDP port [0-9]*' "$log" | head -n 1) (another process holds it; see $log)" >&2
+done
 echo
 echo "weft demo: the jobs, placed by Weft, running on the twin:"
 "${weftctl[@]}" jobs || true
@@ -142,6 +164,8 @@ Look at it:
   ${weftctl[*]} fabric inject link_down --link tor-a--spine-0    more faults: gray_loss, degraded_link, dead_node ...
   ${weftctl[*]} nodes                    all nodes, state and rates
   ${weftctl[*]} node $victim             one node's NICs and findings
+  ${weftctl[*]} pingmesh status          the nodes probing each other over UDP, and any blamed NIC or link
+  ${weftctl[*]} pingmesh matrix          probe loss and RTT between racks
   curl -s http://$metrics_addr/metrics             controller metrics (Prometheus)
 
 Press Ctrl-C to stop everything.

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "prometheus/gauge.h"
 
 namespace weft::agent::probe {
 
@@ -33,9 +35,14 @@ absl::StatusOr<std::unique_ptr<Pingmesh>> Pingmesh::Create(const weft::v1::Agent
   absl::StatusOr<std::unique_ptr<UdpResponder>> responder =
       UdpResponder::Start(probe.bind_address(), static_cast<uint16_t>(probe.udp_port()));
   if (!responder.ok()) {
-    WEFT_LOG(ERROR) << "pingmesh: not answering probes, other nodes will count this one's "
-                       "probes lost: "
-                    << responder.status().ToString();
+    // Not fatal: the node's telemetry and tunables matter more than its probes. The
+    // agent reports port 0, and the controller leaves the node out of the pingmesh.
+    WEFT_LOG(ERROR) << "pingmesh: NOT answering probes: cannot bind UDP port "
+                    << probe.udp_port() << " on " << probe.bind_address() << " ("
+                    << responder.status().message()
+                    << "); this node is left out of the pingmesh. Is another weft-agent on "
+                       "this host using the port? Give each agent its own probe.udp_port "
+                       "(--probe_port N), or 0 to turn probing off";
   } else {
     WEFT_LOG(INFO) << "pingmesh responder listening udp=" << probe.bind_address() << ":"
                    << (*responder)->port();
@@ -66,7 +73,15 @@ Pingmesh::Pingmesh(const weft::v1::ProbeConfig& config, std::unique_ptr<UdpProbe
                    .Register(*registry)
                    .Add({{"node", node_name}, {"result", "refused"}})),
       udp_(std::move(udp)),
-      responder_(std::move(responder)) {}
+      responder_(std::move(responder)) {
+  prometheus::BuildGauge()
+      .Name("weft_agent_pingmesh_responder_up")
+      .Help("1 when the pingmesh responder answers on its UDP port, 0 when it could not "
+            "bind it (the agent's log says why)")
+      .Register(*registry)
+      .Add({{"node", node_name}, {"port", std::to_string(config.udp_port())}})
+      .Set(responder_ != nullptr ? 1 : 0);
+}
 
 Pingmesh::~Pingmesh() {
   Stop();

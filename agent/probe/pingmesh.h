@@ -52,9 +52,10 @@ double ProbeRateCap(double max_probes_per_second, double max_nic_share,
 class Pingmesh {
  public:
   // Null when config.probe.udp_port is 0 (probing off). A responder port that cannot be
-  // bound is logged and the node goes on probing without answering (several simulated
-  // agents on one machine share the default port); UNAVAILABLE when the prober's
-  // sockets cannot be set up at all.
+  // bound (another agent on the host holds it) is not fatal: the error log names the
+  // port and the setting to change, weft_agent_pingmesh_responder_up{node,port} is 0,
+  // udp_port() is 0, so the controller leaves the node out of the pingmesh.
+  // UNAVAILABLE when the prober's sockets cannot be set up at all.
   // `verbs` (may be null: no UD) is kept for the UD transports.
   static absl::StatusOr<std::unique_ptr<Pingmesh>> Create(
       const weft::v1::AgentConfig& config, const Clock* clock, prometheus::Registry* registry,

@@ -1,6 +1,9 @@
 #include "agent/probe/pingmesh.h"
 
+#include <string>
+
 #include "common/fake_clock.h"
+#include "common/testing/metrics.h"
 #include "rdma/fake_verbs.h"
 #include "gtest/gtest.h"
 
@@ -56,6 +59,34 @@ TEST(PingmeshTest, OffWhenThePortIsZeroAndAPortInUseLeavesProbingOn) {
   EXPECT_TRUE((*mesh)->Apply(list).ok());
   EXPECT_EQ((*mesh)->pinglist_version(), 1u);
   (*mesh)->Stop();
+}
+
+// Agents sharing a host on one port: the second cannot answer, and says so in a metric.
+TEST(PingmeshTest, APortInUseIsResponderUpZeroNamingThePort) {
+  FakeClock clock;
+  absl::StatusOr<std::unique_ptr<UdpResponder>> taken = UdpResponder::Start("127.0.0.1", 0);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  const std::string port = std::to_string((*taken)->port());
+  weft::v1::AgentConfig config;
+  config.set_node_name("node-b");
+  config.mutable_probe()->set_udp_port((*taken)->port());
+  config.mutable_probe()->set_bind_address("127.0.0.1");
+  prometheus::Registry second;
+  absl::StatusOr<std::unique_ptr<Pingmesh>> mesh = Pingmesh::Create(config, &clock, &second);
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  EXPECT_EQ((*mesh)->udp_port(), 0u);
+  EXPECT_EQ(MetricValue(second, "weft_agent_pingmesh_responder_up",
+                        {{"node", "node-b"}, {"port", port}}),
+            0);
+
+  taken->reset();  // the port is free again: a new agent on it answers
+  prometheus::Registry third;
+  mesh = Pingmesh::Create(config, &clock, &third);
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  EXPECT_EQ(std::to_string((*mesh)->udp_port()), port);
+  EXPECT_EQ(MetricValue(third, "weft_agent_pingmesh_responder_up",
+                        {{"node", "node-b"}, {"port", port}}),
+            1);
 }
 
 // With verbs: a UD responder on each ACTIVE RoCE NIC that has a RoCE v2 IPv4 GID.
