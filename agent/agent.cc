@@ -491,6 +491,12 @@ weft::v1::TelemetryBatch Agent::Collect() {
   metrics_.ObserveCollection(absl::Now() - started);
   *batch.mutable_tunables() = CheckTunables();
   AddProbeWindows(&batch);
+  // Traces ride with collections only (a windows-only batch carries windows alone).
+  if (pingmesh_ != nullptr) {
+    for (weft::v1::ProbePathTrace& trace : pingmesh_->TakeTraces()) {
+      *batch.add_probe_traces() = std::move(trace);
+    }
+  }
   if (!readings.ok()) {
     // Still one sample per NIC, each saying why it is empty.
     const std::string error = readings.status().ToString();

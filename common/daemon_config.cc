@@ -173,6 +173,9 @@ weft::v1::AgentConfig DefaultAgentConfig() {
   probe->set_max_probes_per_second(1000);
   probe->set_max_nic_share(0.01);
   probe->set_max_cpu_share(0.02);
+  probe->set_trace_interval_s(300);
+  probe->set_traces_per_second(2);
+  probe->set_trace_max_hops(8);
   // Plaintext to the loopback default controller_address; see ValidateTransport.
   config.mutable_tls()->Clear();
   config.mutable_tls()->set_refresh_interval_s(kTlsRefreshIntervalS);

@@ -137,24 +137,16 @@ int Localiser::InternNic(const std::string& node, const std::string& nic) {
 absl::StatusOr<int> Localiser::Register(const ProbeKey& key) {
   auto it = key_to_stream_.find(key);
   if (it != key_to_stream_.end()) return it->second;
-  absl::StatusOr<ProbePath> path = resolver_->Resolve(key);
-  if (!path.ok()) return path.status();
-  if (path->forward.empty() || path->back.empty()) {
-    return absl::NotFoundError(absl::StrCat("pingmesh: no path for ", ProbeKeyName(key)));
-  }
-  Stream stream;
-  stream.key = key;
-  for (int link : path->forward) stream.links.push_back(InternLink(link));
-  for (int link : path->back) stream.links.push_back(InternLink(link));
   Counts counts;
   counts.src_nic = InternNic(key.src_node, key.src_nic);
   counts.dst_nic = InternNic(key.dst_node, key.dst_nic);
+  absl::StatusOr<std::vector<int>> links = ResolveLinks(key, counts);
+  if (!links.ok()) return links.status();
+  Stream stream;
+  stream.key = key;
+  stream.links = *std::move(links);
   stream.src_host = nics_[counts.src_nic].host;
   stream.dst_host = nics_[counts.dst_nic].host;
-  const LinkInfo& first = resolver_->Link(path->forward.front());
-  const LinkInfo& last = resolver_->Link(path->forward.back());
-  if (first.to_switch) nics_[counts.src_nic].tor = device_index_.at(first.to);
-  if (last.from_switch) nics_[counts.dst_nic].tor = device_index_.at(last.from);
   for (auto* ring : {&ring_sent_, &ring_lost_}) {
     for (std::vector<uint16_t>& slot : *ring) slot.push_back(0);
   }
@@ -164,6 +156,35 @@ absl::StatusOr<int> Localiser::Register(const ProbeKey& key) {
   key_to_stream_.emplace(key, id);
   classes_dirty_ = true;
   return id;
+}
+
+absl::StatusOr<std::vector<int>> Localiser::ResolveLinks(const ProbeKey& key,
+                                                         const Counts& counts) {
+  absl::StatusOr<ProbePath> path = resolver_->Resolve(key);
+  if (!path.ok()) return path.status();
+  if (path->forward.empty() || path->back.empty()) {
+    return absl::NotFoundError(absl::StrCat("pingmesh: no path for ", ProbeKeyName(key)));
+  }
+  std::vector<int> links;
+  for (int link : path->forward) links.push_back(InternLink(link));
+  for (int link : path->back) links.push_back(InternLink(link));
+  const LinkInfo& first = resolver_->Link(path->forward.front());
+  const LinkInfo& last = resolver_->Link(path->forward.back());
+  if (first.to_switch) nics_[counts.src_nic].tor = device_index_.at(first.to);
+  if (last.from_switch) nics_[counts.dst_nic].tor = device_index_.at(last.from);
+  return links;
+}
+
+absl::Status Localiser::ResolveAgain(const ProbeKey& key) {
+  auto it = key_to_stream_.find(key);
+  if (it == key_to_stream_.end()) {
+    return absl::NotFoundError(absl::StrCat("pingmesh: no stream ", ProbeKeyName(key)));
+  }
+  absl::StatusOr<std::vector<int>> links = ResolveLinks(key, counts_[it->second]);
+  if (!links.ok()) return links.status();
+  streams_[it->second].links = *std::move(links);
+  classes_dirty_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status Localiser::Add(const ProbeWindow& window) {
@@ -588,16 +609,30 @@ void Localiser::BlameLinks(const std::vector<bool>& explained, std::vector<Verdi
       ++it;
     }
   }
+  // Between links with the same votes (the same lossy streams cross them), the one whose
+  // streams lose the larger share of their probes: a link that clean streams cross too
+  // is the worse explanation (a traced spine link against the untraced answers' bundle).
+  auto loss_share = [&](int c) {
+    int64_t sent = 0, lost = 0;
+    for (int s : class_streams_[c]) {
+      if (explained[s]) continue;
+      sent += streams_[s].sent_h;
+      lost += streams_[s].lost_h;
+    }
+    return sent > 0 ? static_cast<double>(lost) / static_cast<double>(sent) : 0.0;
+  };
   std::vector<bool> voted_out(streams_.size(), false);
   std::vector<int> candidates;
   while (static_cast<int>(candidates.size()) < options_.max_candidates) {
     int top = -1;
     double top_votes = 0;
     for (const auto& [c, t] : tally) {
-      if (t.votes > top_votes + 1e-12 ||
-          (std::abs(t.votes - top_votes) <= 1e-12 && top >= 0 && c < top)) {
-        top = c, top_votes = t.votes;
+      bool better = t.votes > top_votes + 1e-12;
+      if (!better && std::abs(t.votes - top_votes) <= 1e-12 && top >= 0) {
+        const double share = loss_share(c), top_share = loss_share(top);
+        better = share > top_share || (share == top_share && c < top);
       }
+      if (better) top = c, top_votes = t.votes;
     }
     if (top < 0 || top_votes <= 1e-9) break;
     candidates.push_back(top);

@@ -11,7 +11,8 @@
 //   3. switch: most streams through it lost probes in the latest window;
 //   4. link: over the horizon (the last `horizon_windows` windows), 007's votes pick the
 //      candidate links (every stream with a loss gives 1/h to each of its h links; take
-//      the top link, drop the streams it explains, repeat among the links whose
+//      the top link (on a tie, the one whose streams lose the larger share of their
+//      probes), drop the streams it explains, repeat among the links whose
 //      remaining streams still lost `min_losses` probes: an absolute bar, where 007's
 //      share of all votes let a fleet's other losses hold back a link with enough
 //      evidence of its own; a stream that loses while its siblings on other source ports
@@ -124,6 +125,10 @@ class Localiser {
   absl::Status AddTo(int stream, const ProbeWindow& window);
   // Forgets a stream whose pinglist entry is gone; NotFound if it was never added.
   absl::Status RemoveStream(const ProbeKey& key);
+  // Asks the resolver for the stream's path again (a traceroute showed another one) and
+  // keeps its history: the losses of the horizon count against the new path's links.
+  // NotFound if the stream was never added; the resolver's error leaves the old path.
+  absl::Status ResolveAgain(const ProbeKey& key);
 
   // Closes the window in progress at `now` and runs the layers over it.
   VerdictChanges EndWindow(absl::Time now);
@@ -166,6 +171,8 @@ class Localiser {
     bool active = false;
   };
 
+  // The key's path as local link indices (forward then back); notes the NICs' ToRs.
+  absl::StatusOr<std::vector<int>> ResolveLinks(const ProbeKey& key, const Counts& counts);
   int InternLink(int resolver_link);
   int InternDevice(const std::string& name);
   int InternHost(const std::string& name);

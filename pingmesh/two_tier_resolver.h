@@ -31,11 +31,14 @@ class TwoTierResolver final : public PathResolver {
   absl::StatusOr<ProbePath> Resolve(const ProbeKey& key) override;
   const LinkInfo& Link(int id) const override { return links_[id]; }
 
- private:
-  // The id of the directed link from → to, created on first use.
+  // The id of the directed link from → to, created on first use (for a resolver that
+  // builds on this one, pingmesh/traced_resolver.h, so both share one link table).
   int LinkId(const std::string& from, bool from_switch, const std::string& to,
              bool to_switch);
+  // The ToR SetNicTor gave the NIC; NotFound naming it otherwise.
   absl::StatusOr<std::string> TorOf(const std::string& node, const std::string& nic) const;
+
+ private:
 
   absl::flat_hash_map<std::string, std::string> nic_tor_;  // "node/nic" → ToR
   absl::flat_hash_map<std::string, int> link_ids_;         // link name → id

@@ -115,31 +115,45 @@ absl::StatusOr<std::string> NetnsFabric::Exec(absl::string_view device,
   return result.out;
 }
 
-absl::StatusOr<int> NetnsFabric::SocketIn(absl::string_view device, int type) const {
+absl::Status NetnsFabric::RunIn(absl::string_view device, const std::function<void()>& fn) const {
   if (!peers_.contains(device)) {
     return absl::NotFoundError(absl::StrCat("NetnsFabric: no device '", device, "'"));
   }
-  // A socket belongs to the namespace of the thread that made it: make it on a thread
-  // that joined `device`'s namespace, and use it from anywhere.
   const std::string path = absl::StrCat("/var/run/netns/", NamespaceOf(device));
-  absl::StatusOr<int> made = absl::InternalError("not run");
-  std::thread maker([&] {
+  absl::Status status;
+  std::thread runner([&] {
     const int ns = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (ns < 0) {
-      made = absl::InternalError(absl::StrCat("open ", path, ": ", std::strerror(errno)));
+      status = absl::InternalError(absl::StrCat("open ", path, ": ", std::strerror(errno)));
       return;
     }
     if (setns(ns, CLONE_NEWNET) != 0) {
-      made = absl::InternalError(absl::StrCat("setns ", path, ": ", std::strerror(errno)));
-    } else if (const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0); fd < 0) {
+      status = absl::InternalError(absl::StrCat("setns ", path, ": ", std::strerror(errno)));
+    }
+    close(ns);
+    if (status.ok()) fn();
+  });
+  runner.join();
+  return status;
+}
+
+absl::StatusOr<int> NetnsFabric::SocketIn(absl::string_view device, int type) const {
+  // A socket belongs to the namespace of the thread that made it: make it on a thread
+  // that joined `device`'s namespace, and use it from anywhere.
+  absl::StatusOr<int> made = absl::InternalError("not run");
+  RETURN_IF_ERROR(RunIn(device, [&] {
+    if (const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0); fd < 0) {
       made = absl::InternalError(absl::StrCat("socket in ", device, ": ", std::strerror(errno)));
     } else {
       made = fd;
     }
-    close(ns);
-  });
-  maker.join();
+  }));
   return made;
+}
+
+std::vector<std::string> NetnsFabric::AddressesOf(absl::string_view device) const {
+  auto it = addresses_.find(device);
+  return it == addresses_.end() ? std::vector<std::string>{} : it->second;
 }
 
 absl::Status NetnsFabric::AddDevice(const std::string& device) {
@@ -148,9 +162,13 @@ absl::Status NetnsFabric::AddDevice(const std::string& device) {
   devices_.push_back(device);
   peers_[device];
   // Routers forward and hash ECMP on the 5-tuple; nobody drops asymmetric return paths.
+  // ICMP errors (traceroute's time-exceeded) are not limited per destination (the
+  // default sends a host one a second after a burst of 6, too few for an agent tracing
+  // its flows); the namespace's overall limit (icmp_msgs_per_sec) stays.
   return Sh(absl::StrCat(kIp, " -n ", ns, " link set lo up && ", kIp, " netns exec ", ns,
                          " sysctl -qw net.ipv4.ip_forward=1 net.ipv4.fib_multipath_hash_policy=1"
-                         " net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0"))
+                         " net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0"
+                         " net.ipv4.icmp_ratelimit=0"))
       .status();
 }
 
@@ -167,6 +185,8 @@ absl::Status NetnsFabric::Cable(const std::string& a, const std::string& a_ip,
                       .status());
   peers_[a].push_back(b);
   peers_[b].push_back(a);
+  addresses_[a].push_back(a_ip);
+  addresses_[b].push_back(b_ip);
   cables_.push_back(absl::StrCat(a, "--", b));
   return absl::OkStatus();
 }

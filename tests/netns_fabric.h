@@ -5,7 +5,8 @@
 // on the 5-tuple (fib_multipath_hash_policy 1), so a UDP source port pins a path as a
 // RoCE v2 source port does on a real fabric. Faults are injected the ways this kernel
 // allows (no netem here): random loss and a black hole for one UDP source port with
-// nftables, a throttled cable with tc tbf, a cable set down.
+// nftables, a throttled cable with tc tbf, a cable set down. Every router answers
+// traceroute (ICMP time-exceeded, not rate-limited per destination).
 //
 // Names follow the twin (sim/twin.h): hosts gpu-a01, gpu-a02, ... under tor-a, tor-b,
 // ...; spines spine-0, spine-1, ...; cables "gpu-a01--tor-a" and "tor-a--spine-0"
@@ -36,6 +37,7 @@
 #ifndef WEFT_TESTS_NETNS_FABRIC_H_
 #define WEFT_TESTS_NETNS_FABRIC_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +88,13 @@ class NetnsFabric {
   // A new socket (AF_INET, `type` e.g. SOCK_DGRAM) in `device`'s namespace, usable from
   // any thread of the test; the caller closes it.
   absl::StatusOr<int> SocketIn(absl::string_view device, int type) const;
+  // Runs `fn` on a thread inside `device`'s namespace and waits for it: sockets it makes
+  // are that namespace's, usable from any thread afterwards. An error (fn not run) when
+  // the namespace cannot be joined.
+  absl::Status RunIn(absl::string_view device, const std::function<void()>& fn) const;
+  // `device`'s fabric addresses, one per cable, in creation order: a switch answers
+  // traceroute from the one facing the prober (a spine: one per ToR).
+  std::vector<std::string> AddressesOf(absl::string_view device) const;
 
   // Packets `from` sends to its peer `to` (one direction of a cable) are dropped with
   // probability `share` (0..1], or those with UDP source port `port`; nftables at
@@ -126,6 +135,7 @@ class NetnsFabric {
   std::vector<std::string> cables_;
   absl::flat_hash_map<std::string, std::vector<std::string>> peers_;
   absl::flat_hash_map<std::string, std::vector<std::string>> routes_;
+  absl::flat_hash_map<std::string, std::vector<std::string>> addresses_;
 };
 
 }  // namespace weft::testing

@@ -2,12 +2,15 @@
 // 2 spines, 2 ToRs, 4 hosts per ToR, ECMP hashing on the 5-tuple), one real weft-agent in
 // every host namespace probing over UDP from its fabric address, the real controller in
 // the test's namespace (reached over the management veths) computing the pinglists and
-// localising. Faults are injected the ways this kernel allows, one at a time; each is
-// named by `weftctl pingmesh status` and cleared once removed:
-//   1. random loss (nft numgen) on tor-a -> spine-0: the controller, which does not know
-//      which spine ECMP picked, names tor-a's uplink bundle "rack-a/tor->spines";
+// localising. The agents traceroute their flows (same 5-tuple, TTL 1..8; the fabric's
+// routers answer) and the controller is told every spine's addresses
+// (pingmesh.switches), so it knows which spine each source port takes. Faults are
+// injected the ways this kernel allows, one at a time; each is named by `weftctl
+// pingmesh status` and cleared once removed:
+//   1. random loss (nft numgen) on tor-a -> spine-0: the link itself,
+//      "rack-a/tor->spine-0" (without traces it was tor-a's uplink bundle);
 //   2. a black hole for one UDP source port of a rack-to-rack stream on the leaf-spine
-//      link that stream takes: the uplink bundle again, not a host's cable;
+//      link that stream takes: that link again, not a host's cable;
 //   3. gpu-a02's cable throttled with tc tbf far below its probe traffic: its cable
 //      (component "gpu-a02/mlx5_0...", node gpu-a02) is named;
 //   4. gpu-a01's cable set down: gpu-a01 is named.
@@ -47,6 +50,8 @@ using weft::testing::NetnsFabric;
 
 constexpr int kIntervalMs = 200;
 constexpr int kProbePort = 7420;  // every host is its own namespace: one port for all
+// Every flow traced within a few seconds of its pinglist (the default, 2, takes longer).
+constexpr int kTracesPerSecond = 20;
 
 std::string Verdicts(const weft::v1::PingmeshStatus& status) {
   std::vector<std::string> lines;
@@ -69,14 +74,22 @@ class PingmeshNetnsTest : public ::testing::Test {
 
     // The controller listens on every address of the test's namespace, so the hosts reach
     // it at their management gateways; plaintext off loopback needs --insecure.
+    // The spines answer traceroute from their port facing the tracing ToR: every one of
+    // their addresses names them.
+    std::string switches;
+    for (const char* spine : {"spine-0", "spine-1"}) {
+      absl::StrAppend(&switches, "    - name: ", spine, "\n      addresses: [",
+                      absl::StrJoin(fabric_->AddressesOf(spine), ", "), "]\n");
+    }
     cluster_ = std::make_unique<Cluster>(weft::testing::ControllerOptions{
         .listen_host = "0.0.0.0",
         .telemetry_interval_ms = kIntervalMs,
-        .flags = {"--insecure", "--config", WriteTempFile("controller.yaml", R"(
+        .flags = {"--insecure", "--config", WriteTempFile("controller.yaml", absl::StrCat(R"(
 pingmesh:
   tor_uplinks: 2
   max_probes_per_node_per_s: 300
-)")}});
+  switches:
+)", switches))}});
     cluster_->set_weftctl_flags({"--insecure"});
     ASSERT_TRUE(cluster_->StartController());
     const std::string port =
@@ -89,6 +102,8 @@ simulated:
 probe:
   udp_port: )", kProbePort, R"(
   bind_address: 0.0.0.0
+  traces_per_second: )", kTracesPerSecond, R"(
+  trace_interval_s: 30
 )"));
       cluster_->StartAgent(
           {.name = host.name,
@@ -186,11 +201,11 @@ TEST_F(PingmeshNetnsTest, EachFaultIsNamedAndClearedOverARealLeafSpine) {
                                               s.windows_accepted() > 1000;
                                      }, absl::Milliseconds(200)));
 
-  // 1. Gray loss on one ToR-to-spine direction: the uplink bundle of tor-a.
+  // 1. Gray loss on one ToR-to-spine direction: that link, pinned by the traces.
   Case(
       "5% random loss tor-a -> spine-0",
       [&] { return fabric_->DropRandom("tor-a", "spine-0", 0.05); },
-      [](const weft::v1::PingmeshVerdict& v) { return Names(v, "rack-a/tor->spines", ""); },
+      [](const weft::v1::PingmeshVerdict& v) { return Names(v, "rack-a/tor->spine-0", ""); },
       [&] { return fabric_->ClearCable("tor-a", "spine-0"); }, absl::Seconds(20),
       absl::Seconds(30));
 
@@ -239,13 +254,15 @@ TEST_F(PingmeshNetnsTest, EachFaultIsNamedAndClearedOverARealLeafSpine) {
             << " udp source port " << source_port << " via " << spine << " ("
             << (route.ok() ? *route : route.status().ToString()) << ")\n";
   // One stream of gpu-a01's many, lost whole while its sibling on another source port
-  // stays clean: the loss is on the path ECMP picked for that port, i.e. in the uplink
-  // bundles, not on either host's cable (which every port crosses).
+  // stays clean: the loss is on the path ECMP picked for that port, which its trace
+  // pinned, not on either host's cable (which every port crosses). Its traces during
+  // the fault stop at tor-a and leave the path known as it was.
   std::string black_hole_verdicts;
+  const std::string black_hole_link = absl::StrCat("rack-a/tor->", spine);
   Case(
       absl::StrCat("black hole for udp source port ", source_port, " on tor-a -> ", spine),
       [&] { return fabric_->BlackHoleUdpSourcePort("tor-a", spine, source_port); },
-      [](const weft::v1::PingmeshVerdict& v) { return Names(v, "rack-a/tor->spines", ""); },
+      [&](const weft::v1::PingmeshVerdict& v) { return Names(v, black_hole_link, ""); },
       [&] { return fabric_->ClearCable("tor-a", spine); }, absl::Seconds(20),
       absl::Seconds(30), &black_hole_verdicts);
   EXPECT_FALSE(absl::StrContains(black_hole_verdicts, "mlx5_0")) << black_hole_verdicts;

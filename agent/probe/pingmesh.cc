@@ -85,6 +85,7 @@ Pingmesh::Pingmesh(const weft::v1::ProbeConfig& config, std::unique_ptr<UdpProbe
 
 Pingmesh::~Pingmesh() {
   Stop();
+  tracer_.reset();  // before the UdpProber it sends through
   prober_.reset();
   ud_.clear();  // before the Verbs they use
 }
@@ -147,13 +148,38 @@ void Pingmesh::Start(const std::vector<weft::v1::Nic>& nics,
   }
   prober_ = std::make_unique<Prober>(udp_.get(), std::move(ud), clock_, options, registry_);
   prober_->Start();
+  // A config made in code without the trace knobs (traces_per_second 0) traces nothing.
+  if (config_.traces_per_second() > 0) {
+    PathTracerOptions trace;
+    trace.traces_per_second = config_.traces_per_second();
+    trace.interval = absl::Seconds(config_.trace_interval_s());
+    if (config_.trace_max_hops() > 0) trace.max_hops = static_cast<int>(config_.trace_max_hops());
+    tracer_ = std::make_unique<PathTracer>(udp_.get(), clock_, trace, registry_, node_name_);
+    tracer_->Start();
+  }
   WEFT_LOG(INFO) << "pingmesh prober ready node=" << node_name_
                  << " max_probes_per_s=" << max_probes_per_second_
                  << " max_cpu_share=" << config_.max_cpu_share();
 }
 
 void Pingmesh::Stop() {
+  if (tracer_ != nullptr) tracer_->Stop();
   if (prober_ != nullptr) prober_->Stop();
+}
+
+std::vector<weft::v1::ProbeWindow> Pingmesh::TakeWindows(absl::Time* closed_through) {
+  std::vector<weft::v1::ProbeWindow> windows = prober_->TakeWindows(closed_through);
+  if (tracer_ != nullptr) {
+    for (const weft::v1::ProbeWindow& window : windows) {
+      if (window.lost() > 0) tracer_->TraceSoon(window);
+    }
+  }
+  return windows;
+}
+
+std::vector<weft::v1::ProbePathTrace> Pingmesh::TakeTraces() {
+  if (tracer_ == nullptr) return {};
+  return tracer_->TakeTraces();
 }
 
 absl::Status Pingmesh::Apply(const weft::v1::Pinglist& pinglist) {
@@ -163,6 +189,11 @@ absl::Status Pingmesh::Apply(const weft::v1::Pinglist& pinglist) {
   }
   absl::Status applied = prober_->Apply(pinglist);
   (applied.ok() ? applied_ : refused_).Increment();
+  if (applied.ok() && tracer_ != nullptr) {
+    std::vector<ProbeFlow> flows;
+    for (auto& [flow, rate] : FlowsOf(pinglist)) flows.push_back(std::move(flow));
+    tracer_->SetFlows(flows);
+  }
   return applied;
 }
 

@@ -2,7 +2,9 @@
 // composition root (agent/agent_daemon.h) from AgentConfig.probe and used by the
 // agent loop (agent/agent.h): it answers other nodes' probes on probe.udp_port
 // (UdpResponder), probes the pinglist the controller sends (Prober over UdpProber),
-// and hands out the windows as they close (the agent sends them up at once).
+// and hands out the windows as they close (the agent sends them up at once), with the
+// traceroutes of its UDP flows (PathTracer through the same UdpProber: each flow's own
+// 5-tuple) when probe.traces_per_second is set.
 //
 // Over RDMA UD (where the composition root passes a Verbs, i.e. on real NICs): Start
 // opens one UdProbeTransport per ACTIVE RoCE NIC with a RoCE v2 IPv4 GID; its QP
@@ -27,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "agent/probe/path_tracer.h"
 #include "agent/probe/prober.h"
 #include "agent/probe/ud_transport.h"
 #include "agent/probe/udp_transport.h"
@@ -70,10 +73,11 @@ class Pingmesh {
 
   // Applies a pinglist from the controller (Prober::Apply), counting the outcome.
   absl::Status Apply(const weft::v1::Pinglist& pinglist);
-  // Prober::TakeWindows.
-  std::vector<weft::v1::ProbeWindow> TakeWindows(absl::Time* closed_through = nullptr) {
-    return prober_->TakeWindows(closed_through);
-  }
+  // The closed windows (Prober::TakeWindows, with how far they are out when
+  // `closed_through` is set); a flow that lost probes in one is traced again soon.
+  std::vector<weft::v1::ProbeWindow> TakeWindows(absl::Time* closed_through = nullptr);
+  // The traceroutes of the flows ended since the last call (agent/probe/path_tracer.h).
+  std::vector<weft::v1::ProbePathTrace> TakeTraces();
   uint64_t pinglist_version() const { return prober_->pinglist_version(); }
   // The responder's bound port; 0 when it is not answering.
   uint32_t udp_port() const { return responder_ != nullptr ? responder_->port() : 0; }
@@ -97,6 +101,7 @@ class Pingmesh {
   std::unique_ptr<rdma::Verbs> verbs_;  // null: no UD
   std::map<std::string, std::unique_ptr<UdProbeTransport>> ud_;  // by RDMA device
   std::unique_ptr<Prober> prober_;  // made by Start (the cap is known then)
+  std::unique_ptr<PathTracer> tracer_;  // made by Start; null when tracing is off
   double max_probes_per_second_ = 0;
 };
 

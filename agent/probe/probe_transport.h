@@ -49,6 +49,19 @@ struct ProbeFlow {
   friend bool operator==(const ProbeFlow& a, const ProbeFlow& b);
 };
 
+// Names `flow` in a report proto (weft.v1.ProbeWindow, weft.v1.ProbePathTrace: the same
+// flow fields): peer node, NIC and address, source NIC, address and port, DSCP.
+template <typename FlowReport>
+void SetFlowFields(const ProbeFlow& flow, FlowReport* out) {
+  out->set_peer_node(flow.peer_node);
+  out->set_peer_nic(flow.peer_nic);
+  out->set_peer_address(flow.peer_address);
+  out->set_source_nic(flow.source_nic);
+  out->set_source_address(flow.source_address);
+  out->set_source_port(flow.source_port);
+  out->set_dscp(flow.dscp);
+}
+
 // Which clock took the send and receive timestamps of a measurement.
 enum class TimestampSource { kHardware, kSoftware, kUser };
 const char* TimestampSourceName(TimestampSource source);

@@ -47,13 +47,7 @@ void ProbeWindows::Failed(const ProbeFlow& flow, absl::Time at, const std::strin
 weft::v1::ProbeWindow ProbeWindows::ToProto(const ProbeFlow& flow, int64_t index, Window& w,
                                             uint64_t version) const {
   weft::v1::ProbeWindow out;
-  out.set_peer_node(flow.peer_node);
-  out.set_peer_nic(flow.peer_nic);
-  out.set_peer_address(flow.peer_address);
-  out.set_source_nic(flow.source_nic);
-  out.set_source_address(flow.source_address);
-  out.set_source_port(flow.source_port);
-  out.set_dscp(flow.dscp);
+  SetFlowFields(flow, &out);
   out.set_transport(flow.transport);
   const absl::Time start = origin_ + window_ * index;
   out.set_window_start_us(absl::ToUnixMicros(start));

@@ -22,6 +22,18 @@ namespace weft::agent::probe {
 namespace {
 
 constexpr uint32_t kMagic = 0x57465450;  // "WFTP"
+// A trace packet's seq: this bit, the token above the low 8 bits, the TTL in them.
+constexpr uint64_t kTraceSeqBit = uint64_t{1} << 63;
+
+bool IsTraceSeq(uint64_t seq) { return (seq & kTraceSeqBit) != 0; }
+uint64_t TraceTokenOf(uint64_t seq) { return (seq & ~kTraceSeqBit) >> 8; }
+int TraceTtlOf(uint64_t seq) { return static_cast<int>(seq & 0xff); }
+
+// Errors a queued ICMP error (IP_RECVERR sets the socket's sk_err) makes the next send
+// fail with, though the send itself was fine.
+bool IsIcmpErrno(int e) {
+  return e == EHOSTUNREACH || e == ENETUNREACH || e == ECONNREFUSED || e == EPROTO;
+}
 // Sends remembered for their transmit stamps before the oldest are given up.
 constexpr size_t kMaxRemembered = 4096;
 
@@ -69,14 +81,21 @@ uint16_t PortOf(const sockaddr_storage& addr) {
                                          : reinterpret_cast<const sockaddr_in6&>(addr).sin6_port);
 }
 
-std::string FormatAddress(const sockaddr_storage& addr) {
+// The numeric address alone ("10.0.0.1", "fe80::1"); "" for another family.
+std::string HostOf(const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = {};
   if (addr.ss_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(addr).sin_addr, text, sizeof(text));
-    return absl::StrCat(text, ":", PortOf(addr));
+  } else if (addr.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, text,
+              sizeof(text));
   }
-  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, text, sizeof(text));
-  return absl::StrCat("[", text, "]:", PortOf(addr));
+  return text;
+}
+
+std::string FormatAddress(const sockaddr_storage& addr) {
+  if (addr.ss_family == AF_INET) return absl::StrCat(HostOf(addr), ":", PortOf(addr));
+  return absl::StrCat("[", HostOf(addr), "]:", PortOf(addr));
 }
 
 // Receive and transmit stamps, software and the NIC's (where hardware stamping is on),
@@ -89,6 +108,29 @@ absl::Status EnableTimestamps(int fd) {
                     SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
   if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof(flags)) != 0) {
     return ErrnoError("setsockopt(SO_TIMESTAMPING)", errno);
+  }
+  return absl::OkStatus();
+}
+
+// ICMP errors of the socket's sends on its error queue (traceroute), IPv4 or IPv6.
+absl::Status EnableIcmpErrors(int fd, int family) {
+  const int on = 1;
+  const int level = family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+  const int name = family == AF_INET ? IP_RECVERR : IPV6_RECVERR;
+  if (setsockopt(fd, level, name, &on, sizeof(on)) != 0) {
+    return ErrnoError(family == AF_INET ? "setsockopt(IP_RECVERR)" : "setsockopt(IPV6_RECVERR)",
+                      errno);
+  }
+  return absl::OkStatus();
+}
+
+// The IP TTL (IPv6: hop limit) of the socket's next sends; -1 restores the default.
+absl::Status SetSocketTtl(int fd, int family, int ttl) {
+  const int level = family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+  const int name = family == AF_INET ? IP_TTL : IPV6_UNICAST_HOPS;
+  if (setsockopt(fd, level, name, &ttl, sizeof(ttl)) != 0) {
+    return ErrnoError(family == AF_INET ? "setsockopt(IP_TTL)" : "setsockopt(IPV6_UNICAST_HOPS)",
+                      errno);
   }
   return absl::OkStatus();
 }
@@ -107,6 +149,11 @@ struct Received {
   PacketTimes times;
   int tos = -1;
   std::optional<uint32_t> tx_id;  // error queue: which send this stamp belongs to
+  // Error queue: an ICMP error about one of our packets (its payload is the packet's).
+  bool icmp = false;
+  bool time_exceeded = false;     // a router on the way: `router`
+  bool port_unreachable = false;  // the destination host, with no socket on the port
+  std::string router;             // SO_EE_OFFENDER
 };
 
 Received ParseControl(msghdr* msg) {
@@ -128,6 +175,21 @@ Received ParseControl(msghdr* msg) {
       sock_extended_err err{};
       std::memcpy(&err, CMSG_DATA(c), sizeof(err));
       if (err.ee_origin == SO_EE_ORIGIN_TIMESTAMPING) out.tx_id = err.ee_data;
+      if (err.ee_origin == SO_EE_ORIGIN_ICMP || err.ee_origin == SO_EE_ORIGIN_ICMP6) {
+        const bool v6 = err.ee_origin == SO_EE_ORIGIN_ICMP6;
+        out.icmp = true;
+        // ICMP time exceeded: type 11 (ICMPv6: 3); port unreachable: 3/3 (ICMPv6: 1/4).
+        out.time_exceeded = err.ee_type == (v6 ? 3 : 11);
+        out.port_unreachable = v6 ? (err.ee_type == 1 && err.ee_code == 4)
+                                  : (err.ee_type == 3 && err.ee_code == 3);
+        // The offender's sockaddr follows the sock_extended_err.
+        sockaddr_storage offender{};
+        const size_t after = c->cmsg_len > CMSG_LEN(sizeof(err))
+                                 ? c->cmsg_len - CMSG_LEN(sizeof(err))
+                                 : 0;
+        std::memcpy(&offender, CMSG_DATA(c) + sizeof(err), std::min(after, sizeof(offender)));
+        out.router = HostOf(offender);
+      }
     }
   }
   return out;
@@ -227,6 +289,10 @@ absl::StatusOr<UdpProber::Socket*> UdpProber::SocketFor(const ProbeFlow& flow, i
     close(fd);
     return stamped;
   }
+  if (absl::Status icmp = EnableIcmpErrors(fd, family); !icmp.ok()) {
+    close(fd);
+    return icmp;
+  }
   epoll_event ev{};
   ev.events = EPOLLIN;  // EPOLLERR (a transmit stamp queued) is always reported
   ev.data.fd = fd;
@@ -242,7 +308,8 @@ absl::StatusOr<UdpProber::Socket*> UdpProber::SocketFor(const ProbeFlow& flow, i
   return &socket;
 }
 
-absl::Status UdpProber::Send(const ProbeFlow& flow, uint64_t seq) {
+absl::StatusOr<UdpProber::Socket*> UdpProber::SendPacket(const ProbeFlow& flow, uint64_t seq,
+                                                         int ttl, int64_t* t1_ns) {
   sockaddr_storage peer;
   socklen_t peer_len = 0;
   if (!ParseAddress(flow.peer_address, flow.peer_port, AF_INET, &peer, &peer_len) ||
@@ -250,7 +317,6 @@ absl::Status UdpProber::Send(const ProbeFlow& flow, uint64_t seq) {
     return absl::InvalidArgumentError(
         absl::StrCat("peer address '", flow.peer_address, "' is not a numeric IP address"));
   }
-  absl::MutexLock lock(&mu_);
   absl::StatusOr<Socket*> socket = SocketFor(flow, peer.ss_family);
   if (!socket.ok()) return socket.status();
   Socket& s = **socket;
@@ -259,27 +325,73 @@ absl::Status UdpProber::Send(const ProbeFlow& flow, uint64_t seq) {
     if (absl::Status set = SetSocketTos(s.fd, s.family, tos); !set.ok()) return set;
     s.tos = tos;
   }
+  if (ttl > 0) {
+    if (absl::Status set = SetSocketTtl(s.fd, s.family, ttl); !set.ok()) return set;
+  }
   ProbeHeader packet;
   packet.kind = kProbe;
   packet.seq = seq;
   uint8_t bytes[kUdpProbeBytes];
   Encode(packet, bytes);
-  const int64_t t1 = RealtimeNs();
-  if (sendto(s.fd, bytes, sizeof(bytes), 0, reinterpret_cast<sockaddr*>(&peer), peer_len) < 0) {
-    return ErrnoError(absl::StrCat("sendto ", FormatAddress(peer)), errno);
-  }
+  *t1_ns = RealtimeNs();
+  auto send = [&] {
+    return sendto(s.fd, bytes, sizeof(bytes), 0, reinterpret_cast<sockaddr*>(&peer), peer_len);
+  };
+  ssize_t sent = send();
+  // An ICMP error queued for an earlier packet fails this send once; send it again.
+  if (sent < 0 && IsIcmpErrno(errno)) sent = send();
+  const int send_errno = errno;
+  if (ttl > 0) SetSocketTtl(s.fd, s.family, -1).IgnoreError();  // every later send: default
+  if (sent < 0) return ErrnoError(absl::StrCat("sendto ", FormatAddress(peer)), send_errno);
   s.seq_of_id[s.next_id++] = seq;
   if (s.seq_of_id.size() > kMaxRemembered) s.seq_of_id.erase(s.seq_of_id.begin());
+  return &s;
+}
+
+absl::Status UdpProber::Send(const ProbeFlow& flow, uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  int64_t t1 = 0;
+  absl::StatusOr<Socket*> socket = SendPacket(flow, seq, 0, &t1);
+  if (!socket.ok()) return socket.status();
   InFlight& f = in_flight_[seq];
-  f.fd = s.fd;
+  f.fd = (*socket)->fd;
   f.t1_ns = t1;
   return absl::OkStatus();
 }
 
-void UdpProber::DrainTxTimestamps(Socket* socket) {
+absl::Status UdpProber::SendTrace(const ProbeFlow& flow, uint64_t token, int ttl) {
+  if (token > kMaxTraceToken || ttl < 1 || ttl > kMaxTraceTtl) {
+    return absl::InvalidArgumentError(absl::StrCat("trace of ", flow.ToString(), ": token ",
+                                                   token, " or TTL ", ttl, " out of range"));
+  }
+  absl::MutexLock lock(&mu_);
+  int64_t t1 = 0;
+  return SendPacket(flow, kTraceSeqBit | (token << 8) | static_cast<uint64_t>(ttl), ttl, &t1)
+      .status();
+}
+
+std::vector<TraceReply> UdpProber::TakeTraceReplies() {
+  absl::MutexLock lock(&mu_);
+  std::vector<TraceReply> out;
+  out.swap(trace_replies_);
+  return out;
+}
+
+void UdpProber::DrainErrorQueue(Socket* socket) {
   uint8_t data[kUdpProbeBytes];
   Received received;
-  while (ReceiveOne(socket->fd, MSG_ERRQUEUE, data, sizeof(data), nullptr, &received) >= 0) {
+  ssize_t n = 0;
+  while ((n = ReceiveOne(socket->fd, MSG_ERRQUEUE, data, sizeof(data), nullptr, &received)) >=
+         0) {
+    ProbeHeader packet;
+    if (received.icmp && (received.time_exceeded || received.port_unreachable) &&
+        DecodeProbeHeader(kMagic, data, static_cast<size_t>(n), &packet) &&
+        IsTraceSeq(packet.seq)) {
+      trace_replies_.push_back(TraceReply{TraceTokenOf(packet.seq), TraceTtlOf(packet.seq),
+                                          received.time_exceeded ? received.router : "",
+                                          received.port_unreachable});
+      continue;
+    }
     if (!received.tx_id.has_value()) continue;
     auto id = socket->seq_of_id.find(*received.tx_id);
     if (id == socket->seq_of_id.end()) continue;
@@ -302,6 +414,13 @@ void UdpProber::DrainReplies(Socket* socket, std::vector<ProbeMeasurement>* out)
     const int64_t t6 = RealtimeNs();
     ProbeHeader packet;
     if (!DecodeProbeHeader(kMagic, data, n, &packet) || packet.kind == kProbe) continue;
+    if (IsTraceSeq(packet.seq)) {
+      if (packet.kind == kAck1) {
+        trace_replies_.push_back(
+            TraceReply{TraceTokenOf(packet.seq), TraceTtlOf(packet.seq), "", true});
+      }
+      continue;
+    }
     auto it = in_flight_.find(packet.seq);
     if (it == in_flight_.end() || it->second.fd != socket->fd) continue;
     InFlight& f = it->second;
@@ -342,7 +461,7 @@ std::vector<ProbeMeasurement> UdpProber::Receive(absl::Duration timeout) {
     auto socket = by_fd_.find(fd);
     if (socket == by_fd_.end()) continue;
     // Transmit stamps first: a reply on loopback can be queued before we read them.
-    DrainTxTimestamps(socket->second);
+    DrainErrorQueue(socket->second);
     DrainReplies(socket->second, &out);
   }
   return out;

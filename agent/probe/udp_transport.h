@@ -17,6 +17,15 @@
 // DSCP seen, source port seen, seq (u64), responder delay in ns (i64), and which
 // timestamps measured it; the rest zero. Anything else is ignored.
 //
+// Traceroute (TraceTransport): a trace packet is a probe whose seq has the top bit set
+// and carries the trace's token and TTL, sent from the flow's own socket with the IP TTL
+// set for that one send, so it takes the probes' ECMP path. Routers' ICMP time-exceeded
+// come back on the socket's error queue (IP_RECVERR: sock_extended_err with
+// SO_EE_ORIGIN_ICMP, the router from SO_EE_OFFENDER, the packet's payload naming the
+// trace), no raw socket needed; the responder answers a trace packet that reaches it as
+// any probe. IP_RECVERR also makes an ICMP error fail the socket's next send once
+// (sk_err): Send retries that once.
+//
 // Thread-safety: see ProbeTransport. UdpResponder runs its own thread.
 #ifndef WEFT_AGENT_PROBE_UDP_TRANSPORT_H_
 #define WEFT_AGENT_PROBE_UDP_TRANSPORT_H_
@@ -36,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/probe/probe_transport.h"
+#include "agent/probe/trace_transport.h"
 
 namespace weft::agent::probe {
 
@@ -47,7 +57,7 @@ struct PacketTimes {
   int64_t hardware_ns = 0;
 };
 
-class UdpProber : public ProbeTransport {
+class UdpProber : public ProbeTransport, public TraceTransport {
  public:
   // Fails when epoll or the wake-up eventfd cannot be made.
   static absl::StatusOr<std::unique_ptr<UdpProber>> Create();
@@ -57,6 +67,9 @@ class UdpProber : public ProbeTransport {
   std::vector<ProbeMeasurement> Receive(absl::Duration timeout) override;
   void Forget(uint64_t seq) override;
   void Wake() override;
+
+  absl::Status SendTrace(const ProbeFlow& flow, uint64_t token, int ttl) override;
+  std::vector<TraceReply> TakeTraceReplies() override;
 
   // The local address:port of the socket that probes `flow` ("" before its first
   // probe), as getsockname reports it.
@@ -86,7 +99,11 @@ class UdpProber : public ProbeTransport {
   UdpProber(int epoll_fd, int wake_fd);
   absl::StatusOr<Socket*> SocketFor(const ProbeFlow& flow, int family)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DrainTxTimestamps(Socket* socket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends `seq` on `flow`'s socket with IP TTL `ttl` (0: the default); `t1_ns` gets the
+  // userspace send time.
+  absl::StatusOr<Socket*> SendPacket(const ProbeFlow& flow, uint64_t seq, int ttl,
+                                     int64_t* t1_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DrainErrorQueue(Socket* socket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DrainReplies(Socket* socket, std::vector<ProbeMeasurement>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -96,6 +113,7 @@ class UdpProber : public ProbeTransport {
   std::map<SocketKey, Socket> sockets_ ABSL_GUARDED_BY(mu_);
   std::map<int, Socket*> by_fd_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
+  std::vector<TraceReply> trace_replies_ ABSL_GUARDED_BY(mu_);
 };
 
 class UdpResponder {

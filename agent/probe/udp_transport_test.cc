@@ -88,6 +88,48 @@ TEST(UdpTransportTest, ProbesAreAnsweredTwiceWithKernelTimestampsPortAndDscpHono
   }
 }
 
+// Traceroute on loopback: no router, so TTL 1 already reaches the responder, which
+// answers the trace packet as a probe; a closed port answers with ICMP port unreachable
+// (read from the error queue); a probe sent right after that error still goes out.
+TEST(UdpTransportTest, TracesReachTheResponderAndHearAClosedPortsIcmp) {
+  absl::StatusOr<std::unique_ptr<UdpResponder>> responder = UdpResponder::Start("127.0.0.1", 0);
+  ASSERT_TRUE(responder.ok()) << responder.status();
+  absl::StatusOr<std::unique_ptr<UdpProber>> prober = UdpProber::Create();
+  ASSERT_TRUE(prober.ok()) << prober.status();
+  const uint16_t sport = FreeUdpPort();
+  const uint16_t closed = FreeUdpPort();
+  ASSERT_NE(sport, 0);
+  ASSERT_NE(closed, 0);
+  const ProbeFlow open_flow = LoopbackFlow((*responder)->port(), sport, 26);
+  const ProbeFlow closed_flow = LoopbackFlow(closed, sport, 26);
+  ASSERT_TRUE((*prober)->SendTrace(open_flow, 7, 1).ok());
+  ASSERT_TRUE((*prober)->SendTrace(open_flow, 7, 2).ok());
+  ASSERT_TRUE((*prober)->SendTrace(closed_flow, 8, 3).ok());
+  // The port-unreachable is queued by now: this send meets it, and is sent again.
+  ASSERT_TRUE((*prober)->Send(open_flow, 1).ok());
+  EXPECT_FALSE((*prober)->SendTrace(open_flow, 7, 0).ok());
+  EXPECT_FALSE((*prober)->SendTrace(open_flow, kMaxTraceToken + 1, 1).ok());
+
+  std::map<std::pair<uint64_t, int>, TraceReply> replies;
+  bool measured = false;
+  const absl::Time deadline = absl::Now() + kWait;
+  while ((replies.size() < 3 || !measured) && absl::Now() < deadline) {
+    for (const ProbeMeasurement& m : (*prober)->Receive(absl::Milliseconds(100))) {
+      if (m.seq == 1 && m.final) measured = true;
+    }
+    for (TraceReply& r : (*prober)->TakeTraceReplies()) {
+      replies.emplace(std::make_pair(r.token, r.ttl), r);
+    }
+  }
+  ASSERT_EQ(replies.size(), 3u);
+  for (const auto& [key, reply] : replies) {
+    EXPECT_TRUE(reply.reached) << key.first << "/" << key.second;
+    EXPECT_EQ(reply.router, "");
+  }
+  EXPECT_TRUE(replies.count({7, 1}) && replies.count({7, 2}) && replies.count({8, 3}));
+  EXPECT_TRUE(measured) << "the probe after the ICMP error was not answered";
+}
+
 TEST(UdpTransportTest, SourcePortInUseIsAnErrorNamingIt) {
   absl::StatusOr<std::unique_ptr<UdpResponder>> taken = UdpResponder::Start("127.0.0.1", 0);
   ASSERT_TRUE(taken.ok());

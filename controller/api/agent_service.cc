@@ -202,6 +202,9 @@ class AgentServiceImpl::AgentStream final
           service_->listener_->OnTunablesStatus(node_, message.telemetry().tunables());
         }
         PassProbeWindows(message.telemetry());
+        if (service_->pingmesh_ != nullptr && message.telemetry().probe_traces_size() > 0) {
+          service_->pingmesh_->OnProbeTraces(node_, message.telemetry().probe_traces());
+        }
         return grpc::Status::OK;
       }
       case AgentMessage::kDesiredStateAck: {

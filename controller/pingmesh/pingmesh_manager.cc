@@ -19,14 +19,23 @@ constexpr size_t kMaxCheckStreamsPerNode = 4096;
 
 int64_t ToMicros(absl::Time t) { return absl::ToUnixMicros(t); }
 
+// The stream a window or a trace from `node` is of (ProbeWindow and ProbePathTrace name
+// the flow with the same fields); a port beyond 16 bits becomes 0, which no plan holds.
+template <typename FlowProto>
+pingmesh::ProbeKey KeyOf(const std::string& node, const FlowProto& w) {
+  pingmesh::ProbeKey key;
+  key.src_node = node;
+  key.src_nic = w.source_nic();
+  key.dst_node = w.peer_node();
+  key.dst_nic = w.peer_nic();
+  key.udp_src_port = w.source_port() <= 65535 ? static_cast<uint16_t>(w.source_port()) : 0;
+  key.traffic_class = static_cast<uint8_t>(w.dscp());
+  return key;
+}
+
 pingmesh::ProbeWindow FromProto(const std::string& node, const weft::v1::ProbeWindow& w) {
   pingmesh::ProbeWindow window;
-  window.key.src_node = node;
-  window.key.src_nic = w.source_nic();
-  window.key.dst_node = w.peer_node();
-  window.key.dst_nic = w.peer_nic();
-  window.key.udp_src_port = static_cast<uint16_t>(w.source_port());
-  window.key.traffic_class = static_cast<uint8_t>(w.dscp());
+  window.key = KeyOf(node, w);
   window.start = absl::FromUnixMicros(w.window_start_us());
   window.end = absl::FromUnixMicros(w.window_end_us());
   window.sent = static_cast<int64_t>(w.sent());
@@ -63,6 +72,10 @@ PingmeshManagerOptions PingmeshManagerOptions::FromConfig(const weft::v1::Pingme
   if (config.max_nic_capacity_share() > 0) {
     options.pinglist.max_nic_capacity_share = config.max_nic_capacity_share();
   }
+  for (const weft::v1::PingmeshSwitch& s : config.switches()) {
+    options.switches.push_back(
+        pingmesh::SwitchAddresses{s.name(), {s.addresses().begin(), s.addresses().end()}});
+  }
   options.localiser.window = options.window;
   // The localiser's horizon spans the detection time the rates are sized for, twice.
   options.localiser.horizon_windows = std::max<int>(
@@ -81,7 +94,7 @@ absl::Status PingmeshManager::ValidateOptions(const PingmeshManagerOptions& opti
         ") must be positive, matrix_period (", absl::FormatDuration(options.matrix_period),
         ") at least one window, tor_uplinks (", options.tor_uplinks, ") at least 1"));
   }
-  return absl::OkStatus();
+  return pingmesh::TracedResolver().SetSwitches(options.switches);
 }
 
 PingmeshManager::PingmeshManager(const Clock* clock, FleetSource fleet, Sender send,
@@ -94,7 +107,10 @@ PingmeshManager::PingmeshManager(const Clock* clock, FleetSource fleet, Sender s
       metrics_(metrics),
       options_(std::move(options)),
       findings_sink_(std::move(findings)),
-      localiser_(&resolver_, options_.localiser) {}
+      localiser_(&resolver_, options_.localiser) {
+  // ValidateOptions checked them.
+  resolver_.SetSwitches(options_.switches).IgnoreError();
+}
 
 void PingmeshManager::PairSums::Add(const pingmesh::ProbeWindow& window) {
   sent += static_cast<uint64_t>(window.sent);
@@ -184,6 +200,53 @@ int64_t PingmeshManager::ReportedThroughLocked() const {
   return any ? through_us : 0;
 }
 
+void PingmeshManager::OnProbeTraces(
+    const std::string& node,
+    const google::protobuf::RepeatedPtrField<weft::v1::ProbePathTrace>& traces) {
+  if (traces.empty() || !options_.enabled) return;
+  uint64_t dropped = 0;
+  {
+    absl::MutexLock lock(&traces_mu_);
+    for (const weft::v1::ProbePathTrace& t : traces) {
+      if (traces_inbox_.size() >= kMaxQueuedTraces) {
+        ++dropped;
+        continue;
+      }
+      traces_inbox_.push_back(
+          pingmesh::PathTrace{KeyOf(node, t), {t.hops().begin(), t.hops().end()}, t.reached()});
+    }
+  }
+  metrics_->TracesReceived("dropped", dropped);
+}
+
+void PingmeshManager::ApplyTracesLocked() {
+  std::vector<pingmesh::PathTrace> traces;
+  {
+    absl::MutexLock lock(&traces_mu_);
+    traces.swap(traces_inbox_);
+  }
+  uint64_t refused = 0, changed = 0;
+  std::string first_error;
+  for (const pingmesh::PathTrace& trace : traces) {
+    absl::StatusOr<bool> added = resolver_.AddTrace(trace);
+    if (!added.ok()) {
+      if (refused++ == 0) first_error = std::string(added.status().message());
+      continue;
+    }
+    if (!*added) continue;
+    ++changed;
+    // Not judged yet: its first window resolves the traced path.
+    if (planned_.contains(trace.key)) localiser_.ResolveAgain(trace.key).IgnoreError();
+  }
+  if (refused > 0) {
+    WEFT_LOG(WARNING) << "pingmesh: traces refused count=" << refused << " first=\""
+                      << first_error << "\"";
+  }
+  metrics_->TracesReceived("refused", refused);
+  metrics_->TracesReceived("path_changed", changed);
+  metrics_->TracesReceived("accepted", traces.size() - refused);
+}
+
 PingmeshManager::Messages PingmeshManager::ReplanLocked(
     absl::Time now) {
   Messages out;
@@ -262,6 +325,7 @@ void PingmeshManager::Tick() {
       to_send = ReplanLocked(now);
       next_replan_ = now + options_.replan_interval;
     }
+    ApplyTracesLocked();
     // Every window that every probing node has sent in full, or that ended `lateness`
     // ago, is judged, in order; the first tick only sets where judging starts.
     const int64_t window_us = absl::ToInt64Microseconds(options_.window);

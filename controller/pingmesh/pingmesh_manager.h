@@ -5,9 +5,10 @@
 //     (pingmesh/pinglist.h) and sends each node whose list changed its new one down its
 //     agent stream (a node that left the plan gets an empty list: it stops probing);
 //   - judges: the agents' probe windows (TelemetryBatch.probe_windows) are bucketed by
-//     their window, which goes to the localiser (pingmesh/localiser.h) over the topology
-//     (pingmesh/two_tier_resolver.h), windows in order, as soon as every node expected
-//     to report it has: each node probing now (routine list with peers, or a running
+//     their window, which goes to the localiser (pingmesh/localiser.h) over the
+//     topology and the traces (pingmesh/traced_resolver.h), windows in order, as soon
+//     as every node expected to report it has: each node probing now (routine list with
+//     peers, or a running
 //     check's) says how far it has sent its windows (probe_windows_through_us; agents
 //     send windows as they close). A node silent (dead, cut off, an older agent) holds
 //     no window past `lateness` after its end (the probe timeout plus 1.5 telemetry
@@ -16,14 +17,18 @@
 //     metric; with `degrade_blamed_nodes`, the findings the verdicts make against nodes
 //     (controller/pingmesh/verdict_findings.h) go to the findings sink
 //     (Inventory::SetExternalFindings) whenever a node's set changes;
+//   - pins paths: the agents' traceroutes of their flows (TelemetryBatch.probe_traces) go
+//     to the resolver (pingmesh/traced_resolver.h, with PingmeshConfig.switches), and a
+//     stream whose traced path changed is resolved again by the localiser, so a lossy
+//     leaf-spine link is named by its spine rather than its ToR's uplink bundle;
 //   - summarises: probes are summed node to node over `matrix_period`, for
 //     `weftctl pingmesh matrix` and the rack-to-rack gauges.
 // An agent that (re)connects gets its current list at once (OnStreamAttached).
 //
 // Thread-safe. OnStreamAttached and OnProbeWindows run on the agent stream reactors and
 // only take a short lock; the localiser runs on the ticker under its own lock. Lock
-// order: mu_, then inbox_mu_; the sender (the agent service) and the findings sink are
-// called with neither held.
+// order: mu_, then inbox_mu_ or traces_mu_; the sender (the agent service) and the
+// findings sink are called with neither held.
 #ifndef WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
 #define WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
 
@@ -49,7 +54,7 @@
 #include "google/protobuf/repeated_ptr_field.h"
 #include "pingmesh/localiser.h"
 #include "pingmesh/pinglist.h"
-#include "pingmesh/two_tier_resolver.h"
+#include "pingmesh/traced_resolver.h"
 #include "proto/weft/v1/admin.pb.h"
 #include "proto/weft/v1/agent.pb.h"
 #include "proto/weft/v1/config.pb.h"
@@ -72,6 +77,8 @@ struct PingmeshManagerOptions {
   absl::Duration matrix_period = absl::Seconds(10);
   pingmesh::PinglistOptions pinglist;
   pingmesh::LocaliserOptions localiser;
+  // Switches' traceroute addresses (PingmeshConfig.switches).
+  std::vector<pingmesh::SwitchAddresses> switches;
 
   // From the config; `telemetry_interval` is how often agents report (part of lateness).
   static PingmeshManagerOptions FromConfig(const weft::v1::PingmeshConfig& config,
@@ -108,6 +115,13 @@ class PingmeshManager {
   void OnProbeWindows(const std::string& node,
                       const google::protobuf::RepeatedPtrField<weft::v1::ProbeWindow>& windows,
                       int64_t windows_through_us = 0) ABSL_LOCKS_EXCLUDED(inbox_mu_);
+
+  // A telemetry batch's traceroutes from `node`'s agent; queued (at most
+  // kMaxQueuedTraces, the rest counted dropped) for the next Tick, which checks each
+  // (a refused one is counted and logged) and re-resolves the streams whose path changed.
+  void OnProbeTraces(const std::string& node,
+                     const google::protobuf::RepeatedPtrField<weft::v1::ProbePathTrace>& traces)
+      ABSL_LOCKS_EXCLUDED(traces_mu_);
 
   // Plans when due and judges every window whose reports are in. The ticker calls it.
   void Tick() ABSL_LOCKS_EXCLUDED(mu_, inbox_mu_);
@@ -164,6 +178,10 @@ class PingmeshManager {
   // probe_windows_through_us over the nodes probing now. 0 when one has not said, or
   // none probes.
   int64_t ReportedThroughLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_, inbox_mu_);
+  static constexpr size_t kMaxQueuedTraces = 65536;
+
+  // Hands the queued traces to the resolver (OnProbeTraces).
+  void ApplyTracesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(traces_mu_);
   // The messages to send for a new fleet (empty when nothing changed).
   Messages ReplanLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Judges one window; checks it ends are moved to `finished`, their nodes' routine
@@ -205,7 +223,7 @@ class PingmeshManager {
   std::map<std::string, weft::v1::Pinglist> lists_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> node_rack_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<pingmesh::ProbeKey> planned_ ABSL_GUARDED_BY(mu_);
-  pingmesh::TwoTierResolver resolver_ ABSL_GUARDED_BY(mu_);
+  pingmesh::TracedResolver resolver_ ABSL_GUARDED_BY(mu_);
   pingmesh::Localiser localiser_ ABSL_GUARDED_BY(mu_);
   absl::Time next_replan_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int64_t last_window_end_us_ ABSL_GUARDED_BY(mu_) = 0;
@@ -230,6 +248,10 @@ class PingmeshManager {
   uint64_t windows_late_ ABSL_GUARDED_BY(inbox_mu_) = 0;
   // Each node's last probe_windows_through_us.
   absl::flat_hash_map<std::string, int64_t> reported_through_us_ ABSL_GUARDED_BY(inbox_mu_);
+
+  // Traces not applied yet (taken by the ticker under mu_, then this).
+  mutable absl::Mutex traces_mu_;
+  std::vector<pingmesh::PathTrace> traces_inbox_ ABSL_GUARDED_BY(traces_mu_);
 };
 
 }  // namespace weft::controller

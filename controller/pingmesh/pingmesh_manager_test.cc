@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/fake_clock.h"
+#include "common/testing/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -503,6 +504,70 @@ TEST(PingmeshManagerOptionsTest, RefusesBadOptionsByName) {
   options = PingmeshManagerOptions();
   options.matrix_period = absl::Milliseconds(100);
   EXPECT_THAT(PingmeshManager::ValidateOptions(options).message(), HasSubstr("matrix_period"));
+}
+
+}  // namespace
+}  // namespace weft::controller
+
+namespace weft::controller {
+namespace {
+
+// Traces reach the resolver on the next tick: a valid one is accepted (and changes its
+// stream's path), garbage is refused, counted and dropped.
+TEST_F(PingmeshManagerTest, TracesAreCheckedOnTheTickAndGarbageIsCountedAndDropped) {
+  manager_->Tick();
+  Run(2);
+  const weft::v1::ProbePeer* across = nullptr;
+  for (const weft::v1::ProbePeer& peer : lists_.at("a1").peers()) {
+    if (peer.node()[0] == 'b' && across == nullptr) across = &peer;
+  }
+  ASSERT_NE(across, nullptr);
+  google::protobuf::RepeatedPtrField<weft::v1::ProbePathTrace> traces;
+  weft::v1::ProbePathTrace* good = traces.Add();
+  good->set_peer_node(across->node());
+  good->set_peer_nic(across->nic());
+  good->set_source_nic(across->source_nic());
+  good->set_source_port(across->source_ports(0));
+  good->set_dscp(across->dscp());
+  for (const char* hop : {"10.0.1.1", "10.100.0.1", "10.100.1.2"}) good->add_hops(hop);
+  good->set_reached(true);
+  weft::v1::ProbePathTrace* bad = traces.Add();
+  *bad = *good;
+  bad->set_hops(1, "<script>");
+  weft::v1::ProbePathTrace* wide = traces.Add();
+  *wide = *good;
+  wide->set_source_port(70000);
+  manager_->OnProbeTraces("a1", traces);
+  auto count = [&](const char* result) {
+    return MetricValue(registry_, "weft_controller_pingmesh_traces_total", {{"result", result}})
+        .value_or(-1);
+  };
+  EXPECT_EQ(count("accepted"), 0);  // queued until the tick
+  Run(1);
+  EXPECT_EQ(count("accepted"), 1);
+  EXPECT_EQ(count("path_changed"), 1);
+  EXPECT_EQ(count("refused"), 2);
+  // The same trace again changes nothing.
+  traces.DeleteSubrange(1, 2);
+  manager_->OnProbeTraces("a1", traces);
+  Run(1);
+  EXPECT_EQ(count("accepted"), 2);
+  EXPECT_EQ(count("path_changed"), 1);
+}
+
+TEST(PingmeshManagerOptionsTest, SwitchesComeFromTheConfigAndAreChecked) {
+  weft::v1::PingmeshConfig config;
+  weft::v1::PingmeshSwitch* spine = config.add_switches();
+  spine->set_name("spine-0");
+  spine->add_addresses("10.100.0.1");
+  spine->add_addresses("10.100.1.1");
+  PingmeshManagerOptions options = PingmeshManagerOptions::FromConfig(config, absl::Seconds(1));
+  ASSERT_EQ(options.switches.size(), 1u);
+  EXPECT_THAT(options.switches[0].addresses, ElementsAre("10.100.0.1", "10.100.1.1"));
+  EXPECT_TRUE(PingmeshManager::ValidateOptions(options).ok());
+  options.switches.push_back({"spine-1", {"10.100.1.1"}});
+  EXPECT_THAT(PingmeshManager::ValidateOptions(options).message(),
+              HasSubstr("claimed by both spine-0 and spine-1"));
 }
 
 }  // namespace

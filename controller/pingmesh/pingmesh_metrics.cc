@@ -34,6 +34,12 @@ PingmeshMetrics::PingmeshMetrics(prometheus::Registry& registry)
                         "deadline (the lateness ran out first: a node silent or late, or "
                         "no node probing).")
                   .Register(registry)),
+      traces_(prometheus::BuildCounter()
+                  .Name("weft_controller_pingmesh_traces_total")
+                  .Help("Probe flow traceroutes received from the agents: accepted, "
+                        "path_changed (of those accepted), refused (invalid hops or flow), "
+                        "dropped (queue full).")
+                  .Register(registry)),
       streams_(prometheus::BuildGauge()
                    .Name("weft_controller_pingmesh_streams")
                    .Help("Probe streams in the controller's plan.")
@@ -65,6 +71,9 @@ PingmeshMetrics::PingmeshMetrics(prometheus::Registry& registry)
     }
   }
   for (const char* result : {"accepted", "late", "unknown"}) windows_.Add({{"result", result}});
+  for (const char* result : {"accepted", "path_changed", "refused", "dropped"}) {
+    traces_.Add({{"result", result}});
+  }
 }
 
 void PingmeshMetrics::VerdictRaised(const weft::v1::PingmeshVerdict& verdict) {
@@ -93,6 +102,11 @@ void PingmeshMetrics::WindowsReceived(absl::string_view result, uint64_t count) 
 
 void PingmeshMetrics::WindowJudged(absl::string_view when) {
   judged_.Add({{"when", std::string(when)}}).Increment();
+}
+
+void PingmeshMetrics::TracesReceived(absl::string_view result, uint64_t count) {
+  if (count == 0) return;
+  traces_.Add({{"result", std::string(result)}}).Increment(static_cast<double>(count));
 }
 
 void PingmeshMetrics::Planned(uint64_t streams, uint64_t probed_nodes) {

@@ -49,6 +49,9 @@ class PingmeshMetrics {
   void WindowsReceived(absl::string_view result, uint64_t count);
   // "reported" or "deadline".
   void WindowJudged(absl::string_view when);
+  // Traceroutes: accepted, path_changed (of those accepted), refused (invalid), dropped
+  // (the queue was full).
+  void TracesReceived(absl::string_view result, uint64_t count);
   void Planned(uint64_t streams, uint64_t probed_nodes);
   void PinglistSent();
   // Replaces every rack-to-rack series with the cells of `matrix`.
@@ -59,6 +62,7 @@ class PingmeshMetrics {
   prometheus::Family<prometheus::Gauge>& verdict_;
   prometheus::Family<prometheus::Counter>& windows_;
   prometheus::Family<prometheus::Counter>& judged_;
+  prometheus::Family<prometheus::Counter>& traces_;
   prometheus::Gauge& streams_;
   prometheus::Gauge& probed_nodes_;
   prometheus::Counter& pinglists_sent_;
