@@ -119,7 +119,7 @@ weft::v1::ControllerConfig DefaultControllerConfig() {
   weft::v1::PingmeshConfig* pingmesh = config.mutable_pingmesh();
   pingmesh->set_enabled(true);
   pingmesh->set_window_ms(250);
-  pingmesh->set_timeout_ms(1000);
+  pingmesh->set_timeout_ms(200);
   pingmesh->set_dscp(26);
   pingmesh->set_tor_uplinks(8);
   pingmesh->set_gray_loss_rate(1e-3);

@@ -39,8 +39,8 @@ constexpr int kIntervalMs = 200;
 // 0.25 to 0.75 s after the fault (250 ms windows), then the probe timeout (a loss is
 // only known then), the trip and the controller's next pingmesh tick (50 ms). The agents
 // send each window as it closes and the controller judges it once every node has, so
-// nothing waits for a telemetry interval. The probe timeout is 200 ms here (loopback
-// answers in µs): with the default 1 s no fault could be named within 1 s.
+// nothing waits for a telemetry interval. The probe timeout is the default, 200 ms (with
+// a 1 s timeout no fault could be named within 1 s).
 constexpr absl::Duration kNameWithin = absl::Seconds(1);
 // The test's own nftables table; the pid keeps a concurrent run elsewhere from deleting it.
 const std::string& NftTable() {
@@ -62,7 +62,6 @@ std::string ControllerConfig(absl::string_view more) {
 pingmesh:
   tor_uplinks: 1
   max_probes_per_node_per_s: 300
-  timeout_ms: 200
 )",
                                                        more));
 }
