@@ -288,7 +288,7 @@ void Prober::SendLoop() {
     // Send every probe that is due.
     while (scheduler_ != nullptr && !scheduler_->empty()) {
       auto [index, due] = scheduler_->Next();
-      if (due > now) break;
+      if (due > now + options_.send_ahead) break;
       const ProbeFlow& flow = flows_[index];
       ProbeTransport* transport = TransportFor(flow);
       const uint64_t seq = next_seq_++;

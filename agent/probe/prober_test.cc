@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -305,6 +306,29 @@ TEST(ValidatePinglistTest, RefusesWhatTheProberCannotDoNamingThePeer) {
   EXPECT_NE(ValidatePinglist(list, 0).message().find("at most 0"), std::string::npos);
   list.set_window_ms(10);
   EXPECT_NE(ValidatePinglist(list, 100).message().find("window_ms"), std::string::npos);
+}
+
+TEST_F(ProberTest, ProbesDueWithinSendAheadGoOutOnOneWakeAtTheSameRate) {
+  Make();
+  weft::v1::Pinglist list = List(3);
+  // 8 source ports at 50/s each: 400 probes/s, one due every 2.5 ms on average.
+  AddPeer(&list, "node-b", "10.0.0.2", {50001, 50002, 50003, 50004, 50005, 50006, 50007, 50008},
+          400);
+  answering_ports_ = {50001, 50002, 50003, 50004, 50005, 50006, 50007, 50008};
+  ASSERT_TRUE(prober_->Apply(list).ok());
+  prober_->Start();
+  RunUntil(kStart + absl::Seconds(2));
+  prober_->Stop();
+  std::set<absl::Time> wakes;
+  size_t sends = 0;
+  for (const auto& sent : transport_.sent()) {
+    if (sent.at >= kStart + absl::Seconds(1)) continue;
+    ++sends;
+    wakes.insert(sent.at);
+  }
+  EXPECT_EQ(sends, 400u) << "the rate is the schedule's, not the wakes'";
+  // Every wake sends what is due within 5 ms: 2 probes a wake on average, not 1.
+  EXPECT_LE(wakes.size(), sends / 2 + 1);
 }
 
 }  // namespace
