@@ -63,9 +63,12 @@ struct ProberOptions {
   // Flows one pinglist may hold (peers × source ports).
   size_t max_flows = 4096;
   // Probes due within this of now go out on the same wake: a wake of the sender thread
-  // costs more than a send, so at 1,000 probes/s one wake per probe was most of the
-  // prober's CPU. Each probe keeps its own timestamps and the flows their grid.
-  absl::Duration send_ahead = absl::Milliseconds(5);
+  // costs more than a send (at 1,000 probes/s, 5 ms took the prober from 9.9 % to 4 % of
+  // a core, docs/benchmarks.md). Each probe keeps its own timestamps and the flows their
+  // grid. Off by default for now: with it, the netns leaf-spine test's 5 % loss on one
+  // ToR-spine link was blamed on the spine (3 runs of 3), as the probes the CPU budget
+  // no longer held back tip the localiser's switch rule in a two-ToR fabric.
+  absl::Duration send_ahead = absl::ZeroDuration();
   // Called on the sender thread, without the prober's lock, each time windows closed
   // (TakeWindows has something new). It must not block: it should only wake whoever
   // takes them. May be empty.

@@ -45,8 +45,10 @@ class ProberTest : public ::testing::Test {
   ProberTest() : clock_(kStart), transport_(&clock_) {}
 
   void Make(double max_probes_per_second = 1000,
-            std::function<void()> on_windows_closed = nullptr) {
+            std::function<void()> on_windows_closed = nullptr,
+            absl::Duration send_ahead = absl::ZeroDuration()) {
     ProberOptions options;
+    options.send_ahead = send_ahead;
     options.on_windows_closed = std::move(on_windows_closed);
     options.node_name = "node-a";
     options.max_probes_per_second = max_probes_per_second;
@@ -309,7 +311,7 @@ TEST(ValidatePinglistTest, RefusesWhatTheProberCannotDoNamingThePeer) {
 }
 
 TEST_F(ProberTest, ProbesDueWithinSendAheadGoOutOnOneWakeAtTheSameRate) {
-  Make();
+  Make(1000, nullptr, absl::Milliseconds(5));
   weft::v1::Pinglist list = List(3);
   // 8 source ports at 50/s each: 400 probes/s, one due every 2.5 ms on average.
   AddPeer(&list, "node-b", "10.0.0.2", {50001, 50002, 50003, 50004, 50005, 50006, 50007, 50008},

@@ -227,7 +227,20 @@ void PingmeshManager::ApplyTracesLocked() {
   }
   uint64_t refused = 0, changed = 0;
   std::string first_error;
+  auto probed_now = [this](const pingmesh::ProbeKey& key) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    if (planned_.contains(key)) return true;
+    for (const std::unique_ptr<Check>& check : checks_) {
+      if (check->streams.contains(key)) return true;
+    }
+    return false;
+  };
   for (const pingmesh::PathTrace& trace : traces) {
+    // Only a stream the plan or a running check has: anything else would grow the
+    // resolver without bound and could teach it a wrong ToR for a hop address.
+    if (!probed_now(trace.key)) {
+      if (refused++ == 0) first_error = "a trace of a stream no pinglist holds";
+      continue;
+    }
     absl::StatusOr<bool> added = resolver_.AddTrace(trace);
     if (!added.ok()) {
       if (refused++ == 0) first_error = std::string(added.status().message());
@@ -368,7 +381,15 @@ void PingmeshManager::Tick() {
     if (!due.empty()) findings = FindingChangesLocked();
   }
   Send(std::move(to_send));
-  for (auto& [node, node_findings] : findings) findings_sink_(node, std::move(node_findings));
+  std::vector<std::string> refused;
+  for (auto& [node, node_findings] : findings) {
+    if (!findings_sink_(node, std::move(node_findings)).ok()) refused.push_back(node);
+  }
+  if (!refused.empty()) {
+    // Not taken: forget them as published, so the next judged window offers them again.
+    absl::MutexLock lock(&mu_);
+    for (const std::string& node : refused) published_findings_.erase(node);
+  }
   for (std::unique_ptr<Check>& check : finished) check->done(std::move(check->answer));
 }
 

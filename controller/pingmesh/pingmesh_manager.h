@@ -25,8 +25,8 @@
 //     `weftctl pingmesh matrix` and the rack-to-rack gauges.
 // An agent that (re)connects gets its current list at once (OnStreamAttached).
 //
-// Thread-safe. OnStreamAttached and OnProbeWindows run on the agent stream reactors and
-// only take a short lock; the localiser runs on the ticker under its own lock. Lock
+// Thread-safe. OnStreamAttached, OnProbeWindows and OnProbeTraces run on the agent
+// stream reactors and only take a short lock; the localiser runs on the ticker under mu_. Lock
 // order: mu_, then inbox_mu_ or traces_mu_; the sender (the agent service) and the
 // findings sink are called with neither held.
 #ifndef WEFT_CONTROLLER_PINGMESH_PINGMESH_MANAGER_H_
@@ -66,7 +66,7 @@ namespace weft::controller {
 struct PingmeshManagerOptions {
   bool enabled = true;
   absl::Duration window = absl::Milliseconds(250);
-  absl::Duration timeout = absl::Seconds(1);
+  absl::Duration timeout = absl::Milliseconds(200);
   // How long after a window's end the reports of a node that has not sent it are
   // waited for (a window every probing node has sent is judged at once).
   absl::Duration lateness = absl::Milliseconds(2500);
@@ -87,13 +87,16 @@ struct PingmeshManagerOptions {
 
 class PingmeshManager {
  public:
-  // The nodes as the inventory has them (Inventory::ListNodes).
+  // The nodes as the inventory has them (Inventory::ListNodeIdentities).
   using FleetSource = std::function<std::vector<weft::v1::NodeStatus>()>;
   // Queues a message on a node's agent stream (AgentServiceImpl::SendToNode).
   using Sender =
       std::function<absl::Status(const std::string& node, weft::v1::ControllerMessage message)>;
-  // Replaces what pingmesh finds against `node` (empty: nothing any more).
-  using FindingsSink = std::function<void(const std::string& node, std::vector<Finding> findings)>;
+  // Replaces what pingmesh finds against `node` (empty: nothing any more). An error (the
+  // node is not in the inventory yet) makes the manager offer that node's findings again
+  // after the next judged window.
+  using FindingsSink =
+      std::function<absl::Status(const std::string& node, std::vector<Finding> findings)>;
 
   // INVALID_ARGUMENT for options the localiser or the pinglists refuse, naming the field.
   static absl::Status ValidateOptions(const PingmeshManagerOptions& options);
@@ -214,7 +217,7 @@ class PingmeshManager {
   const PingmeshManagerOptions options_;
   const FindingsSink findings_sink_;
 
-  mutable absl::Mutex mu_ ABSL_ACQUIRED_BEFORE(inbox_mu_);
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_BEFORE(inbox_mu_, traces_mu_);
   Fleet fleet_ ABSL_GUARDED_BY(mu_);
   pingmesh::PinglistPlan plan_ ABSL_GUARDED_BY(mu_);
   uint64_t plan_version_ ABSL_GUARDED_BY(mu_) = 0;

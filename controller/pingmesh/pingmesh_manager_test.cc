@@ -71,8 +71,10 @@ class PingmeshManagerTest : public ::testing::Test {
         },
         &events_, &metrics_, options,
         [this](const std::string& node, std::vector<Finding> findings) {
-          findings_[node] = std::move(findings);
           ++findings_calls_;
+          if (refuse_findings_) return absl::NotFoundError("node " + node + " is not registered");
+          findings_[node] = std::move(findings);
+          return absl::OkStatus();
         });
   }
 
@@ -167,6 +169,7 @@ class PingmeshManagerTest : public ::testing::Test {
   std::map<std::string, weft::v1::Pinglist> lists_;
   std::map<std::string, std::vector<Finding>> findings_;  // the sink's latest, by node
   int findings_calls_ = 0;
+  bool refuse_findings_ = false;  // the sink answers NOT_FOUND
   EventLog events_{1000};
   prometheus::Registry registry_;
   PingmeshMetrics metrics_{registry_};
@@ -321,6 +324,51 @@ TEST_F(PingmeshManagerTest, NoWindowIsJudgedBeforeItEndsOnTheControllersClock) {
   clock_.Advance(kWindow);
   manager_->Tick();
   EXPECT_EQ(Judged("reported"), reported + 1);
+}
+
+// A sink that cannot take a node's findings yet (the node is not in the inventory) is
+// offered them again after the next judged window, until it takes them.
+TEST_F(PingmeshManagerTest, FindingsTheSinkRefusedAreOfferedAgain) {
+  manager_->Tick();
+  Run(8);
+  refuse_findings_ = true;
+  Run(4, "a3/mlx5_1");
+  ASSERT_THAT(manager_->Status().verdicts(), SizeIs(1));
+  EXPECT_THAT(findings_, IsEmpty());
+  const int refused_calls = findings_calls_;
+  EXPECT_GE(refused_calls, 1);
+  Run(1, "a3/mlx5_1");
+  EXPECT_GT(findings_calls_, refused_calls) << "offered again";
+  refuse_findings_ = false;
+  Run(1, "a3/mlx5_1");
+  ASSERT_THAT(findings_["a3"], SizeIs(1));
+  const int taken_calls = findings_calls_;
+  Run(2, "a3/mlx5_1");
+  EXPECT_EQ(findings_calls_, taken_calls) << "once taken, not offered again";
+}
+
+TEST_F(PingmeshManagerTest, WithoutDegradeBlamedNodesTheSinkIsNeverCalled) {
+  PingmeshManagerOptions options;
+  options.window = kWindow;
+  options.lateness = kLateness;
+  options.tor_uplinks = 2;
+  options.degrade_blamed_nodes = false;
+  manager_ = std::make_unique<PingmeshManager>(
+      &clock_, [this] { return nodes_; },
+      [this](const std::string& node, weft::v1::ControllerMessage message) {
+        lists_[node] = message.pinglist();
+        return absl::OkStatus();
+      },
+      &events_, &metrics_, options,
+      [this](const std::string&, std::vector<Finding>) {
+        ++findings_calls_;
+        return absl::OkStatus();
+      });
+  manager_->Tick();
+  Run(8);
+  Run(4, "a3/mlx5_1");
+  ASSERT_THAT(manager_->Status().verdicts(), SizeIs(1)) << "still judged and reported";
+  EXPECT_EQ(findings_calls_, 0);
 }
 
 TEST_F(PingmeshManagerTest, LateAndUnknownWindowsAreCountedNotJudged) {
@@ -513,7 +561,8 @@ namespace weft::controller {
 namespace {
 
 // Traces reach the resolver on the next tick: a valid one is accepted (and changes its
-// stream's path), garbage is refused, counted and dropped.
+// stream's path), garbage and traces of streams no pinglist holds are refused, counted
+// and dropped.
 TEST_F(PingmeshManagerTest, TracesAreCheckedOnTheTickAndGarbageIsCountedAndDropped) {
   manager_->Tick();
   Run(2);
@@ -537,6 +586,10 @@ TEST_F(PingmeshManagerTest, TracesAreCheckedOnTheTickAndGarbageIsCountedAndDropp
   weft::v1::ProbePathTrace* wide = traces.Add();
   *wide = *good;
   wide->set_source_port(70000);
+  // A well-formed trace of a stream no pinglist holds: refused, nothing learnt from it.
+  weft::v1::ProbePathTrace* stranger = traces.Add();
+  *stranger = *good;
+  stranger->set_peer_node("zz9");
   manager_->OnProbeTraces("a1", traces);
   auto count = [&](const char* result) {
     return MetricValue(registry_, "weft_controller_pingmesh_traces_total", {{"result", result}})
@@ -546,9 +599,9 @@ TEST_F(PingmeshManagerTest, TracesAreCheckedOnTheTickAndGarbageIsCountedAndDropp
   Run(1);
   EXPECT_EQ(count("accepted"), 1);
   EXPECT_EQ(count("path_changed"), 1);
-  EXPECT_EQ(count("refused"), 2);
+  EXPECT_EQ(count("refused"), 3);
   // The same trace again changes nothing.
-  traces.DeleteSubrange(1, 2);
+  traces.DeleteSubrange(1, 3);
   manager_->OnProbeTraces("a1", traces);
   Run(1);
   EXPECT_EQ(count("accepted"), 2);

@@ -11,6 +11,9 @@
 //   weft_controller_pingmesh_judged_windows_total{when}  counter, windows judged: when
 //       "reported" (every probing node had sent it), "deadline" (lateness ran out first:
 //       a node silent, late or not saying how far it is, or no node probing)
+//   weft_controller_pingmesh_traces_total{result}        counter, agents' traceroutes:
+//       accepted, path_changed (of those accepted), refused (invalid, or of a stream no
+//       pinglist holds), dropped (queue full)
 //   weft_controller_pingmesh_streams                     gauge, probe streams planned
 //   weft_controller_pingmesh_probed_nodes                gauge
 //   weft_controller_pingmesh_pinglists_sent_total        counter

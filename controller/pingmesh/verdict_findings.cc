@@ -31,14 +31,16 @@ std::map<std::string, std::vector<Finding>> FindingsByNode(
     const std::vector<weft::v1::PingmeshVerdict>& verdicts) {
   std::map<std::string, std::vector<Finding>> by_node;
   for (const weft::v1::PingmeshVerdict& verdict : verdicts) {
-    if (verdict.kind() == "switch") continue;
+    // A switch concerns no node; a component the localiser could not split (links of
+    // several nodes joined by " + ") would degrade, and maybe drain, an innocent node.
+    if (verdict.kind() == "switch" || verdict.nodes_size() != 1) continue;
     Finding finding;
     finding.rule = RuleOf(verdict);
     finding.device = verdict.component();
     finding.value = verdict.kind() == "host" ? verdict.host_delay_us() : verdict.loss_rate();
     finding.detail = DetailOf(verdict);
     finding.since = absl::FromUnixMicros(verdict.since_us());
-    for (const std::string& node : verdict.nodes()) by_node[node].push_back(finding);
+    by_node[verdict.nodes(0)].push_back(finding);
   }
   return by_node;
 }

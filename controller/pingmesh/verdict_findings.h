@@ -3,10 +3,12 @@
 // so a node pingmesh blames is DEGRADED like one whose counters fire a rule, placement
 // avoids it and auto-drain, when on, drains it.
 //
-// A verdict concerns the nodes it names (PingmeshVerdict.nodes): a blamed host
+// A verdict concerns the node it names (PingmeshVerdict.nodes): a blamed host
 // (pingmesh_host), the node of a blamed NIC (pingmesh_nic), the node at the end of a
 // blamed NIC cable (pingmesh_link). A switch, a link between switches and an uplink
-// bundle concern no node: draining the nodes below a bad switch would not fix it.
+// bundle concern no node: draining the nodes below a bad switch would not fix it. Nor
+// does a component that names several nodes (links the localiser could not tell apart,
+// joined by " + "): one of them is innocent, and its events and metrics say so already.
 //
 // Thread-safe (no state).
 #ifndef WEFT_CONTROLLER_PINGMESH_VERDICT_FINDINGS_H_
@@ -21,8 +23,8 @@
 
 namespace weft::controller {
 
-// The findings of `verdicts` by node, one per verdict and node it names, in verdict
-// order; nodes no verdict names are absent.
+// The findings of `verdicts` by node, one per verdict that names exactly one node, in
+// verdict order; nodes no such verdict names are absent.
 std::map<std::string, std::vector<Finding>> FindingsByNode(
     const std::vector<weft::v1::PingmeshVerdict>& verdicts);
 

@@ -28,8 +28,12 @@ TEST(VerdictFindingsTest, HostsNicsAndCablesConcernTheirNodesSwitchesNone) {
       Verdict("link", "a3/mlx5_0->rack-a/tor", {"a3"}),
       Verdict("switch", "spine-1", {}),
       Verdict("link", "rack-a/tor->spines", {}),
+      // Two nodes' cables the localiser could not tell apart: neither is degraded.
+      Verdict("link", "c1/mlx5_0->rack-c/tor + c2/mlx5_0->rack-c/tor", {"c1", "c2"}),
   });
   ASSERT_EQ(by_node.size(), 2u);
+  EXPECT_EQ(by_node.count("c1"), 0u);
+  EXPECT_EQ(by_node.count("c2"), 0u);
   const std::vector<Finding>& a3 = by_node.at("a3");
   ASSERT_EQ(a3.size(), 2u);
   EXPECT_EQ(a3[0].rule, HealthRule::kPingmeshNic);

@@ -10,7 +10,9 @@
 //     returned, so no unchecked reservation is left behind.
 // A request without precheck_seconds, and one for a job that already holds a
 // reservation (Place returns that one, checked or not when it was made), is answered
-// at once without a check. Logic only: the gRPC adapter (controller/api/
+// at once without a check. A request with precheck_seconds for a job whose checked
+// placement is still running is refused (UNAVAILABLE: ask again once it answered), so
+// it can neither get that reservation unchecked nor lose it to the check's outcome. Logic only: the gRPC adapter (controller/api/
 // placement_service.h) finishes its call from `done`.
 //
 // Thread-safe: Place may be called from any thread; `done` runs on the caller's thread
@@ -19,9 +21,13 @@
 #define WEFT_CONTROLLER_PLACEMENT_PRECHECKED_PLACEMENT_H_
 
 #include <functional>
+#include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "controller/placement/placement_manager.h"
 #include "proto/weft/v1/pingmesh.pb.h"
 #include "proto/weft/v1/placement.pb.h"
@@ -45,12 +51,18 @@ class PrecheckedPlacement {
   void Place(const weft::v1::PlacementRequest& request, Done done);
 
  private:
-  // The check's answer for the first placement `first` of `request`.
-  void Checked(weft::v1::PlacementRequest request, weft::v1::PlacementResponse first,
-               absl::StatusOr<weft::v1::CheckResponse> checked, const Done& done);
+  // The answer, given the check's of the first placement `first` of `request`.
+  absl::StatusOr<weft::v1::PlacementResponse> Checked(
+      weft::v1::PlacementRequest request, weft::v1::PlacementResponse first,
+      absl::StatusOr<weft::v1::CheckResponse> checked);
+
+  // The job is no longer being checked (its answer is about to be given).
+  void CheckEnded(const std::string& job) ABSL_LOCKS_EXCLUDED(mu_);
 
   PlacementManager* const placement_;
   const CheckRunner check_;
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::string> checking_ ABSL_GUARDED_BY(mu_);  // job ids
 };
 
 }  // namespace weft::controller

@@ -178,6 +178,27 @@ TEST_F(PrecheckedPlacementTest, AJobAskingAgainGetsItsReservationBackWithoutAChe
   EXPECT_TRUE(checked_nodes_.empty());
 }
 
+TEST_F(PrecheckedPlacementTest, AskingAgainWhileTheCheckRunsIsRefusedNotAnsweredUnchecked) {
+  Place(Request("job", 5));
+  ASSERT_FALSE(answer_.has_value());
+  PrecheckedPlacement::CheckDone first_check = std::exchange(pending_, nullptr);
+  std::optional<absl::StatusOr<weft::v1::PlacementResponse>> second;
+  prechecked_.Place(Request("job", 5), [&](absl::StatusOr<weft::v1::PlacementResponse> placed) {
+    second = std::move(placed);
+  });
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second->status().message(), HasSubstr("ask again"));
+  EXPECT_FALSE(pending_) << "no second check";
+  // The first call's check ends: it answers, and the job may ask again.
+  weft::v1::CheckResponse passed;
+  passed.set_passed(true);
+  first_check(passed);
+  ASSERT_TRUE(answer_.has_value() && answer_->ok());
+  Place(Request("job", 5));
+  ASSERT_TRUE(answer_.has_value() && answer_->ok()) << "its reservation, at once";
+}
+
 TEST_F(PrecheckedPlacementTest, WithoutACheckRunnerAPrecheckIsRefusedAndNothingKept) {
   PrecheckedPlacement unable(&placement_, nullptr);
   std::optional<absl::Status> status;

@@ -143,13 +143,13 @@ ControllerServer::ControllerServer(weft::v1::ControllerConfig config, const Cloc
                 },
                 &inventory_.events(), &pingmesh_metrics_, PingmeshOptions(config_),
                 [this](const std::string& node, std::vector<Finding> findings) {
-                  // A node that left the inventory has nothing to degrade.
-                  if (absl::Status set = inventory_.SetExternalFindings(node, "pingmesh",
-                                                                        std::move(findings));
-                      !set.ok()) {
-                    WEFT_LOG(DEBUG) << "pingmesh findings not kept node=" << node
+                  absl::Status set =
+                      inventory_.SetExternalFindings(node, "pingmesh", std::move(findings));
+                  if (!set.ok()) {
+                    WEFT_LOG(DEBUG) << "pingmesh findings not kept yet node=" << node
                                     << " error=\"" << set.message() << "\"";
                   }
+                  return set;
                 }),
       agent_service_(&inventory_, &metrics_,
                      AgentServiceOptions{config_.telemetry_interval_ms(), kControllerVersion,
