@@ -201,12 +201,15 @@ TEST_F(PingmeshNetnsTest, EachFaultIsNamedAndClearedOverARealLeafSpine) {
                                               s.windows_accepted() > 1000;
                                      }, absl::Milliseconds(200)));
 
-  // 1. Gray loss on one ToR-to-spine direction: that link, pinned by the traces.
+  // 1. Gray loss on one ToR-to-spine direction: that link, pinned by the traces. Named
+  //    in 2.2-10.1 s (docs/benchmarks.md), slower than the uplink bundle was (2.2-2.4 s):
+  //    the answers' paths are not traced, so in this two-ToR fabric spine-0 is blamed
+  //    too, taking its streams out of the link vote until it clears. Hence 30 s here.
   Case(
       "5% random loss tor-a -> spine-0",
       [&] { return fabric_->DropRandom("tor-a", "spine-0", 0.05); },
       [](const weft::v1::PingmeshVerdict& v) { return Names(v, "rack-a/tor->spine-0", ""); },
-      [&] { return fabric_->ClearCable("tor-a", "spine-0"); }, absl::Seconds(20),
+      [&] { return fabric_->ClearCable("tor-a", "spine-0"); }, absl::Seconds(30),
       absl::Seconds(30));
 
   // 2. A black hole for one 5-tuple. The port is the first of gpu-a01's rack-to-rack
